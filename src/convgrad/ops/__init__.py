@@ -1,0 +1,10 @@
+"""Convolution kernels on ndarrays: one general N-d convolution and its split backward.
+
+``conv_forward``, ``conv_input_grad``, ``conv_weight_grad`` and ``conv_bias_grad``
+are the only places in convgrad that do convolution arithmetic.
+"""
+
+from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
+from .spec import ConvSpec
+
+__all__ = ["ConvSpec", "conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad"]

@@ -1,0 +1,133 @@
+"""Dense convolution by im2col + BLAS matmul, in chunks of bounded workspace.
+
+Layout (all ndarray views, any strides):
+    x   (B, G, C, *L)   input, grouped
+    w   (G, O, C, *K)   kernel, grouped
+    out (B, G, O, *P)   written (or accumulated into) by ``im2col_conv``
+``out[b, g, o, p] = sum_{c, k} x[b, g, c, p*s + k*d - lo] * w[g, o, c, k]``, with
+x read as zero outside ``[0, L)``.  There is no input dilation here (see polyphase).
+
+The work is split into chunks over (B, P_1..P_n, K_1..K_n), outermost first, so that
+the zero-padded slab, the patch matrix and the result of one chunk fit in the
+workspace.  Chunking over K (only for extreme dilations) accumulates partial sums.
+"""
+
+from __future__ import annotations
+
+import itertools
+from math import prod
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .._config import get_workspace_limit
+
+# Below this many output positions per image, fold the batch into one GEMM.
+FOLD_BATCH_BELOW = 512
+
+
+def _slab_extent(pc: int, kc: int, s: int, d: int) -> int:
+    return (pc - 1) * s + (kc - 1) * d + 1
+
+
+def plan_chunks(B: int, G: int, C: int, O: int, P: tuple, K: tuple, stride: tuple,
+                dil: tuple, itemsize: int, budget: int) -> list[int]:
+    """Chunk extents for (B, *P, *K): greedy, outermost first, within ``budget`` bytes."""
+    full = [B, *P, *K]
+    nd = len(P)
+
+    def cost(c: list[int]) -> int:
+        nb, pc, kc = c[0], c[1:1 + nd], c[1 + nd:]
+        slab = prod(_slab_extent(pc[i], kc[i], stride[i], dil[i]) for i in range(nd))
+        elems = nb * G * (C * slab + C * prod(kc) * prod(pc) + O * prod(pc))
+        return elems * itemsize
+
+    chunk = list(full)
+    for i in range(len(full)):
+        if cost(chunk) <= budget:
+            break
+        lo, hi = 1, full[i]
+        while lo < hi:  # largest extent along dim i that fits
+            mid = (lo + hi + 1) // 2
+            chunk[i] = mid
+            if cost(chunk) <= budget:
+                lo = mid
+            else:
+                hi = mid - 1
+        chunk[i] = lo
+    return chunk
+
+
+def im2col_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo: tuple,
+                dil: tuple) -> int:
+    """Compute ``out`` (see module docstring); returns the multiply-add FLOPs done."""
+    B, G, C, *L = x.shape
+    _, O, _, *K = w.shape
+    P = out.shape[3:]
+    nd = len(P)
+    if out.size == 0:
+        return 0
+    if B == 0 or C == 0 or 0 in L:
+        out[...] = 0
+        return 0
+    dtype = out.dtype
+    chunk = plan_chunks(B, G, C, O, tuple(P), tuple(K), stride, dil, dtype.itemsize,
+                        get_workspace_limit())
+    nb_c, p_c, k_c = chunk[0], chunk[1:1 + nd], chunk[1 + nd:]
+    k_starts = list(itertools.product(*(range(0, K[i], k_c[i]) for i in range(nd))))
+    flops = 0
+    for b0 in range(0, B, nb_c):
+        b1 = min(B, b0 + nb_c)
+        for p0 in itertools.product(*(range(0, P[i], p_c[i]) for i in range(nd))):
+            pc = tuple(min(p_c[i], P[i] - p0[i]) for i in range(nd))
+            out_view = out[(slice(b0, b1), slice(None), slice(None),
+                            *(slice(p0[i], p0[i] + pc[i]) for i in range(nd)))]
+            for j, k0 in enumerate(k_starts):
+                kc = tuple(min(k_c[i], K[i] - k0[i]) for i in range(nd))
+                flops += _chunk(x[b0:b1], w, out_view, stride, lo, dil, p0, pc, k0, kc,
+                                accumulate=j > 0)
+    return flops
+
+
+def _chunk(x, w, out_view, stride, lo, dil, p0, pc, k0, kc, accumulate) -> int:
+    nb, G, C, *L = x.shape
+    O = w.shape[1]
+    nd = len(pc)
+    start = [p0[i] * stride[i] + k0[i] * dil[i] - lo[i] for i in range(nd)]
+    ext = [_slab_extent(pc[i], kc[i], stride[i], dil[i]) for i in range(nd)]
+    src = tuple(slice(max(start[i], 0), min(start[i] + ext[i], L[i])) for i in range(nd))
+    if any(s.start >= s.stop for s in src):  # the chunk reads only padding
+        if not accumulate:
+            out_view[...] = 0
+        return 0
+    if all(start[i] >= 0 and start[i] + ext[i] <= L[i] for i in range(nd)):
+        slab = x[(Ellipsis, *src)]
+    else:
+        slab = np.zeros((nb, G, C, *ext), dtype=out_view.dtype)
+        dst = tuple(slice(s.start - start[i], s.stop - start[i]) for i, s in enumerate(src))
+        slab[(Ellipsis, *dst)] = x[(Ellipsis, *src)]
+    st = slab.strides
+    patches = as_strided(
+        slab,
+        shape=(nb, G, C, *kc, *pc),
+        strides=(st[0], st[1], st[2], *(st[3 + i] * dil[i] for i in range(nd)),
+                 *(st[3 + i] * stride[i] for i in range(nd))),
+        writeable=False,
+    )
+    wk = w[(Ellipsis, *(slice(k0[i], k0[i] + kc[i]) for i in range(nd)))]
+    ck, npix = C * prod(kc), prod(pc)
+    w2 = wk.reshape(G, O, ck).astype(out_view.dtype, copy=False)
+    if npix < FOLD_BATCH_BELOW and nb > 1:
+        # fold the batch into the GEMM's columns: one (O, CK) x (CK, nb*P) product per group
+        cols = patches.transpose(1, 2, *range(3, 3 + nd), 0, *range(3 + nd, 3 + 2 * nd))
+        cols = cols.reshape(G, ck, nb * npix)
+        res = np.matmul(w2, cols).reshape(G, O, nb, *pc)
+        res = np.moveaxis(res, 2, 0)
+    else:
+        cols = patches.reshape(nb, G, ck, npix)
+        res = np.matmul(w2, cols).reshape(nb, G, O, *pc)
+    if accumulate:
+        out_view += res
+    else:
+        out_view[...] = res
+    return 2 * nb * G * O * ck * npix

@@ -1,0 +1,107 @@
+"""Kernel profiler: ``with cg.profile() as prof: ...`` records every kernel run.
+
+Kernels call :func:`record` around their work; when no profiler is active the
+cost is one list lookup.  Profilers nest: every active profiler sees each event.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+__all__ = ["Event", "Profiler", "profile", "record"]
+
+_local = threading.local()
+
+
+def _active() -> list[Profiler]:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+@dataclass
+class Event:
+    """One kernel run: its name, wall seconds, floating-point operations and shapes."""
+
+    name: str
+    seconds: float
+    flops: int
+    shapes: tuple
+    algorithm: str = ""
+
+
+@dataclass
+class Profiler:
+    """Collects :class:`Event` objects while active (see :func:`profile`)."""
+
+    events: list[Event] = field(default_factory=list)
+
+    def count(self, name: str) -> int:
+        """How many times the kernel ``name`` ran."""
+        return sum(1 for e in self.events if e.name == name)
+
+    def total_seconds(self, name: str | None = None) -> float:
+        return sum(e.seconds for e in self.events if name is None or e.name == name)
+
+    def summary(self) -> str:
+        """A table with one row per kernel name: calls, total time and GFLOP/s."""
+        rows: dict[str, list] = {}
+        for e in self.events:
+            row = rows.setdefault(e.name, [0, 0.0, 0, set()])
+            row[0] += 1
+            row[1] += e.seconds
+            row[2] += e.flops
+            if e.algorithm:
+                row[3].add(e.algorithm)
+        head = f"{'kernel':<20} {'calls':>6} {'time ms':>10} {'GFLOP/s':>9}  algorithm"
+        lines = [head, "-" * len(head)]
+        for name, (calls, secs, flops, algos) in sorted(rows.items(), key=lambda r: -r[1][1]):
+            gflops = flops / secs / 1e9 if secs > 0 and flops else 0.0
+            algo = ",".join(sorted(algos))
+            lines.append(f"{name:<20} {calls:>6} {secs * 1e3:>10.2f} {gflops:>9.1f}  {algo}")
+        if not rows:
+            lines.append("(no kernels ran)")
+        return "\n".join(lines)
+
+
+@contextmanager
+def profile() -> Iterator[Profiler]:
+    """Record every kernel run inside the ``with`` block into a :class:`Profiler`."""
+    prof = Profiler()
+    stack = _active()
+    stack.append(prof)
+    try:
+        yield prof
+    finally:
+        stack.remove(prof)
+
+
+class _Recording:
+    """Context manager measuring one kernel run; set ``.flops``/``.algorithm`` inside."""
+
+    __slots__ = ("name", "shapes", "flops", "algorithm", "_t0", "_stack")
+
+    def __init__(self, name: str, shapes: tuple, flops: int = 0) -> None:
+        self.name, self.shapes, self.flops, self.algorithm = name, shapes, flops, ""
+
+    def __enter__(self) -> _Recording:
+        self._stack = _active()
+        self._t0 = time.perf_counter() if self._stack else 0.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._stack and exc[0] is None:
+            ev = Event(self.name, time.perf_counter() - self._t0, int(self.flops),
+                       self.shapes, self.algorithm)
+            for prof in self._stack:
+                prof.events.append(ev)
+
+
+def record(name: str, *shapes: tuple, flops: int = 0) -> _Recording:
+    """``with record("conv_forward", x.shape, w.shape) as rec: ...`` logs one event."""
+    return _Recording(name, tuple(tuple(s) for s in shapes), flops)
