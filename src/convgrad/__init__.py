@@ -1,0 +1,55 @@
+"""convgrad: convolutional models with exact, conditional reverse-mode gradients on NumPy.
+
+``import convgrad as cg`` and ``import convgrad.functional as F``.  The layers are:
+``ops`` (convolution kernels on ndarrays), ``autograd`` (the engine), ``tensor``
+(``Tensor`` and its operations), ``functional``, ``nn``, ``optim``, ``metrics``,
+``profiler`` and the ``convgrad`` command line.
+"""
+
+from __future__ import annotations
+
+from . import functional, ops
+from ._config import get_workspace_limit, set_workspace_limit, workspace_limit
+from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .functional.conv import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_general,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
+from .profiler import profile
+from .tensor import (
+    Tensor,
+    concatenate,
+    from_numpy,
+    ones,
+    randn,
+    stack,
+    tensor,
+    where,
+    zeros,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Tensor", "tensor", "zeros", "ones", "randn", "from_numpy", "concatenate", "stack",
+    "where", "grad", "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled",
+    "profile", "functional", "ops", "conv_general", "conv1d", "conv2d", "conv3d",
+    "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "workspace_limit",
+    "get_workspace_limit", "set_workspace_limit",
+]
+
+
+def __getattr__(name: str):
+    # the heavier layers load on first use: cg.nn, cg.optim, cg.metrics, cg.save, cg.load
+    import importlib
+
+    if name in ("nn", "optim", "metrics"):
+        return importlib.import_module(f".{name}", __name__)
+    if name in ("save", "load"):
+        return getattr(importlib.import_module(".serialization", __name__), name)
+    raise AttributeError(f"module 'convgrad' has no attribute {name!r}")

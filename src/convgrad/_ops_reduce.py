@@ -1,0 +1,91 @@
+"""Differentiable reductions: sum, max/min, softmax, log-softmax.
+
+Each ``backward`` is written with Tensor operations, so it is itself differentiable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from convgrad.autograd import Context, Function
+from convgrad.tensor import Tensor
+
+
+def _keep_shape(shape: tuple, dims: tuple | None) -> tuple:
+    """The reduced shape with keepdim=True: reduced dims become 1."""
+    return tuple(1 if dims is None or d in dims else n for d, n in enumerate(shape))
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, dims: tuple | None, keepdim: bool) -> np.ndarray:
+        ctx.dims = dims
+        return np.sum(x, axis=dims, keepdims=keepdim)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        shape = ctx.inputs[0].shape
+        # d(sum_j x_j)/dx_i = 1: each element gets the gradient of the sum it went into
+        return grad.reshape(_keep_shape(shape, ctx.dims)).expand(shape)
+
+
+class Extremum(Function):
+    """max (``largest``) or min over ``dims``.
+
+    ``single``: pick one index per slice (the first extreme, as ``torch.max(x, dim)``);
+    otherwise ties share the gradient evenly (as ``torch.max(x)`` and ``torch.amax``).
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, dims: tuple | None, keepdim: bool, single: bool,
+                largest: bool) -> np.ndarray:
+        ctx.dims, ctx.single = dims, single
+        if single:
+            (d,) = dims
+            ctx.index = (np.argmax if largest else np.argmin)(x, axis=d, keepdims=True)
+            out = np.take_along_axis(x, ctx.index, axis=d)
+        else:
+            out = (np.max if largest else np.min)(x, axis=dims, keepdims=True)
+        if keepdim:
+            return out
+        return out.reshape([n for d, n in enumerate(x.shape) if dims is not None and d not in dims])
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        x = ctx.inputs[0].data
+        keep = _keep_shape(x.shape, ctx.dims)
+        if ctx.single:
+            weight = np.zeros_like(x)
+            np.put_along_axis(weight, ctx.index, 1.0, axis=ctx.dims[0])
+        else:
+            hit = x == ctx.output.data.reshape(keep)
+            weight = (hit / hit.sum(axis=ctx.dims, keepdims=True)).astype(x.dtype)
+        # d max(x)/dx_i = 1 for the selected element (1/k each for k ties), 0 elsewhere
+        return grad.reshape(keep) * weight
+
+
+class Softmax(Function):
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, dim: int) -> np.ndarray:
+        ctx.dim = dim
+        e = np.exp(x - x.max(axis=dim, keepdims=True))
+        return e / e.sum(axis=dim, keepdims=True)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        y = ctx.output
+        # dy_i/dx_j = y_i (delta_ij - y_j)  =>  dx = y * (g - sum_j g_j y_j)
+        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True))
+
+
+class LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, dim: int) -> np.ndarray:
+        ctx.dim = dim
+        z = x - x.max(axis=dim, keepdims=True)
+        return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # dy_i/dx_j = delta_ij - softmax_j  =>  dx = g - softmax * sum_i g_i
+        return grad - ctx.output.exp() * grad.sum(ctx.dim, keepdim=True)

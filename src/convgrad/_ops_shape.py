@@ -1,0 +1,128 @@
+"""Differentiable shape and indexing operations, and matrix products.
+
+Each ``backward`` is written with Tensor operations, so it is itself differentiable;
+``GetItem`` and ``IndexAdd`` are each other's adjoints, as are ``Sum`` and ``BroadcastTo``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from convgrad.autograd import Context, Function
+from convgrad.tensor import Tensor
+
+
+class Reshape(Function):
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, shape: tuple) -> np.ndarray:
+        return x.reshape(shape)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # a reshape moves no values: the gradient takes back the input's shape
+        return grad.reshape(ctx.inputs[0].shape)
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, perm: tuple) -> np.ndarray:
+        ctx.perm = perm
+        return x.transpose(perm)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # y = x.permute(p)  =>  dx = dy.permute(inverse of p)
+        return grad.permute(tuple(np.argsort(ctx.perm)))
+
+
+class BroadcastTo(Function):
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, shape: tuple) -> np.ndarray:
+        return np.broadcast_to(x, shape)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # each input element was copied to several outputs: sum their gradients
+        return grad.sum_to_size(ctx.inputs[0].shape)
+
+
+def _is_basic(index: tuple) -> bool:
+    """Only ints, slices, None and Ellipsis: every element is picked at most once."""
+    return all(i is None or i is Ellipsis or isinstance(i, slice)
+               or (isinstance(i, int | np.integer) and not isinstance(i, bool)) for i in index)
+
+
+class GetItem(Function):
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, index: tuple) -> np.ndarray:
+        ctx.index = index
+        return x[index]
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # y = x[index] copies elements: each gradient returns to its source, summed over repeats
+        return IndexAdd.apply(grad, index=ctx.index, shape=ctx.inputs[0].shape)
+
+
+class IndexAdd(Function):
+    """``zeros(shape)`` with ``g`` added at ``index`` (repeats accumulate): GetItem's adjoint."""
+
+    @staticmethod
+    def forward(ctx: Context, g: np.ndarray, index: tuple, shape: tuple) -> np.ndarray:
+        ctx.index = index
+        out = np.zeros(shape, g.dtype)
+        if _is_basic(index):
+            out[index] = g
+        else:
+            np.add.at(out, index, g)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # out = zeros + g at index is linear in g, so dg = dout[index]
+        return GetItem.apply(grad, index=ctx.index)
+
+
+class Concatenate(Function):
+    @staticmethod
+    def forward(ctx: Context, *parts: np.ndarray, dim: int) -> np.ndarray:
+        ctx.dim = dim
+        return np.concatenate(parts, axis=dim)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> tuple:
+        # each part was copied to its own slice of the output: it gets that slice's gradient
+        grads, start, head = [], 0, (slice(None),) * ctx.dim
+        for part, need in zip(ctx.inputs, ctx.needs_input_grad):
+            stop = start + np.shape(part)[ctx.dim]
+            grads.append(grad[head + (slice(start, stop),)] if need else None)
+            start = stop
+        return tuple(grads)
+
+
+def _transposed(x: Tensor | np.ndarray) -> Tensor | np.ndarray:
+    """Swap the last two dims."""
+    return x.transpose(-1, -2) if isinstance(x, Tensor) else np.swapaxes(x, -1, -2)
+
+
+class MatMul(Function):
+    @staticmethod
+    def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.matmul(a, b)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> tuple:
+        a, b = ctx.inputs
+        need_a, need_b = ctx.needs_input_grad
+        if np.ndim(a) == 1 and np.ndim(b) == 1:
+            # dot product: d(a.b)/da = b, d(a.b)/db = a
+            return (grad * b if need_a else None), (grad * a if need_b else None)
+        # view a 1-D a as a row (1, k) and a 1-D b as a column (k, 1), as matmul does
+        a2 = a.reshape(1, -1) if np.ndim(a) == 1 else a
+        b2 = b.reshape(-1, 1) if np.ndim(b) == 1 else b
+        g2 = grad.unsqueeze(-2) if np.ndim(a) == 1 else grad
+        g2 = g2.unsqueeze(-1) if np.ndim(b) == 1 else g2
+        # C = A B  =>  dA = dC B^T,  dB = A^T dC  (summed over broadcast batch dims)
+        ga = (g2 @ _transposed(b2)).sum_to_size(np.shape(a2)).reshape(np.shape(a)) if need_a else None
+        gb = (_transposed(a2) @ g2).sum_to_size(np.shape(b2)).reshape(np.shape(b)) if need_b else None
+        return ga, gb

@@ -1,0 +1,88 @@
+"""``F.pad`` with ``torch.nn.functional.pad``'s semantics, differentiable to any order.
+
+Negative pads crop first; the positive pads then come from the cropped tensor.  Constant
+padding is one op (``PadConstant``); the other modes gather source indices along each
+padded dim with ordinary indexing, whose gradient (a scatter-add) is already defined.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..autograd import Context, Function
+from ..tensor import Tensor, as_tensor
+
+__all__ = ["pad"]
+
+_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+class PadConstant(Function):
+    """Surround ``x`` with ``value``: ``widths`` holds one (lo, hi) pair (>= 0) per dim."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, widths: tuple, value: float) -> np.ndarray:
+        ctx.inner = tuple(slice(lo, lo + n) for (lo, _), n in zip(widths, x.shape))
+        out = np.full([n + lo + hi for (lo, hi), n in zip(widths, x.shape)], value, x.dtype)
+        out[ctx.inner] = x
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # the border is constant: x's gradient is the inner block of the output's
+        return grad[ctx.inner]
+
+
+def _source_index(mode: str, n: int, lo: int, hi: int) -> np.ndarray:
+    """For each output position along a dim padded by (lo, hi), the input index it copies."""
+    i = np.arange(-lo, n + hi)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    if mode == "circular":
+        return i % n
+    i = np.abs(i)  # reflect about the first and the last element, which are not repeated
+    return np.where(i > n - 1, 2 * (n - 1) - i, i)
+
+
+def pad(x: Any, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
+    """Pad (or crop, with negative sizes) the last ``len(pad) // 2`` dims of ``x``.
+
+    ``pad = (left, right, top, bottom, ...)`` starts from the last dim, as in torch;
+    ``mode`` is one of constant, reflect, replicate, circular.
+    """
+    x = as_tensor(x)
+    if mode not in _MODES:
+        raise ValueError(f"pad: mode={mode!r} is not supported; expected one of {_MODES}")
+    pad = tuple(pad)
+    if (len(pad) % 2 or len(pad) // 2 > x.ndim
+            or not all(isinstance(p, int | np.integer) and not isinstance(p, bool) for p in pad)):
+        raise ValueError(f"pad: pad={pad} must hold an even number of ints, at most 2 per dim "
+                         f"of the input (which has {x.ndim} dims)")
+    pairs = [(0, 0)] * x.ndim  # (lo, hi) per dim, dim order
+    for i in range(len(pad) // 2):
+        pairs[x.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pairs, x.shape))
+    sizes = [n + lo + hi for (lo, hi), n in zip(pairs, x.shape)]
+    if min(sizes) < 0 or (mode != "constant" and min(sizes) == 0):
+        raise ValueError(f"pad: pad={pad} would leave the input of shape {x.shape} with "
+                         f"shape {tuple(sizes)}; expected sizes >= 1")
+    if any(lo < 0 or hi < 0 for lo, hi in pairs):
+        x = x[crop]
+    pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]
+    if all(p == (0, 0) for p in pairs):
+        return x
+    if mode == "constant":
+        return PadConstant.apply(x, widths=tuple(pairs), value=value)
+    for d, ((lo, hi), n) in enumerate(zip(pairs, x.shape)):
+        if lo == hi == 0:
+            continue
+        limit = {"reflect": n - 1, "circular": n}.get(mode, max(lo, hi))  # replicate: any
+        if n == 0 or max(lo, hi) > limit:
+            raise ValueError(f"pad: pad={pad} in {mode} mode needs pads <= {limit} for dim {d} "
+                             f"of size {n} (input shape {x.shape})")
+        x = x[(slice(None),) * d + (_source_index(mode, n, lo, hi),)]
+    return x

@@ -1,0 +1,219 @@
+"""Convolution layers: ``Conv1d/2d/3d`` and ``ConvTranspose1d/2d/3d``.
+
+Constructor arguments, attribute names, weight layouts, default initialisation and
+``repr`` follow ``torch.nn``; ``forward`` calls the matching function of
+:mod:`convgrad.functional.conv`.  Two keyword-only additions: ``dtype`` (float32 by
+default, or float64) and ``rng`` (a NumPy Generator or int seed for the initial
+weights; see :mod:`convgrad.nn.init`).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+
+from ..conv_args import PADDING_MODES, per_dim
+from ..functional import conv as Fc
+from ..tensor import Tensor, _check_dtype
+from . import init
+from .module import Module, Parameter
+
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
+
+
+def _positive_int(name: str, value: Any, who: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{who}: {name}={value!r} must be an int")
+    if value <= 0:
+        raise ValueError(f"{who}: {name}={value} must be a positive int")
+    return int(value)
+
+
+class _ConvNd(Module):
+    """What convolutions and transposed convolutions share: channels, groups, parameters."""
+
+    _nd: int
+    transposed: bool
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any,
+                 padding: Any, dilation: Any, groups: int, bias: bool, padding_mode: str,
+                 dtype: Any, rng: Any) -> None:
+        super().__init__()
+        who, nd = type(self).__name__, self._nd
+        self.in_channels = _positive_int("in_channels", in_channels, who)
+        self.out_channels = _positive_int("out_channels", out_channels, who)
+        self.groups = _positive_int("groups", groups, who)
+        if in_channels % groups:
+            raise ValueError(f"{who}: groups={groups} must divide in_channels={in_channels}")
+        if out_channels % groups:
+            raise ValueError(f"{who}: groups={groups} must divide out_channels={out_channels}")
+        self.kernel_size = per_dim("kernel_size", kernel_size, nd, who)
+        self.stride = per_dim("stride", stride, nd, who)
+        self.dilation = per_dim("dilation", dilation, nd, who)
+        if not isinstance(padding_mode, str) or padding_mode not in PADDING_MODES:
+            raise ValueError(f"{who}: padding_mode={padding_mode!r} must be one of "
+                             f"{PADDING_MODES}")
+        self.padding_mode = padding_mode
+        self.padding = padding
+        if not isinstance(bias, bool):
+            raise TypeError(f"{who}: bias={bias!r} must be a bool")
+        dt = np.dtype(np.float32) if dtype is None else _check_dtype(who, dtype)
+        if self.transposed:
+            w_shape = (in_channels, out_channels // groups, *self.kernel_size)
+        else:
+            w_shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(np.empty(w_shape, dt))
+        if bias:
+            self.bias = Parameter(np.empty(out_channels, dt))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters(rng)
+
+    def reset_parameters(self, rng: Any = None) -> None:
+        """PyTorch's default: kaiming_uniform(a=sqrt(5)) weights, U(+-1/sqrt(fan_in)) bias.
+
+        Both bounds are ``1 / sqrt(fan_in)`` with ``fan_in = weight.shape[1] * prod(K)``.
+        """
+        rng = init._generator(rng, type(self).__name__)
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5), rng=rng)
+        if self.bias is not None:
+            fan_in, _ = init.calculate_fan_in_and_fan_out(self.weight.shape)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound, rng)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * self._nd:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self._nd:
+            s += f", dilation={self.dilation}"
+        if self.transposed and self.output_padding != (0,) * self._nd:
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+
+class _Conv(_ConvNd):
+    transposed = False
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", *, dtype: Any = None, rng: Any = None) -> None:
+        who = type(self).__name__
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise ValueError(f"{who}: padding={padding!r} must be 'same', 'valid', an int "
+                                 f"or {self._nd} ints")
+            if padding == "same" and per_dim("stride", stride, self._nd, who) != (1,) * self._nd:
+                raise ValueError(f"{who}: padding='same' is not supported for stride={stride!r}; "
+                                 "it needs stride 1")
+        else:
+            padding = per_dim("padding", padding, self._nd, who, minimum=0)
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, dtype, rng)
+
+    def forward(self, x: Any) -> Tensor:
+        fn = (Fc.conv1d, Fc.conv2d, Fc.conv3d)[self._nd - 1]
+        return fn(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                  self.groups, self.padding_mode)
+
+
+class Conv1d(_Conv):
+    """1-D convolution layer, ``torch.nn.Conv1d``: weight (C_out, C_in / groups, K)."""
+
+    _nd = 1
+
+
+class Conv2d(_Conv):
+    """2-D convolution layer, ``torch.nn.Conv2d``: weight (C_out, C_in / groups, KH, KW)."""
+
+    _nd = 2
+
+
+class Conv3d(_Conv):
+    """3-D convolution layer, ``torch.nn.Conv3d``: weight (C_out, C_in / groups, KD, KH, KW)."""
+
+    _nd = 3
+
+
+class _ConvTranspose(_ConvNd):
+    transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", *, dtype: Any = None,
+                 rng: Any = None) -> None:
+        who = type(self).__name__
+        if padding_mode != "zeros":
+            raise ValueError(f"{who}: padding_mode={padding_mode!r}; only 'zeros' is supported "
+                             "for transposed convolutions")
+        if isinstance(padding, str):
+            raise ValueError(f"{who}: padding={padding!r} must be an int or {self._nd} ints "
+                             "(no string paddings for transposed convolutions)")
+        padding = per_dim("padding", padding, self._nd, who, minimum=0)
+        self_output_padding = per_dim("output_padding", output_padding, self._nd, who,
+                                      minimum=0)
+        stride_t = per_dim("stride", stride, self._nd, who)
+        dil_t = per_dim("dilation", dilation, self._nd, who)
+        for d in range(self._nd):
+            if self_output_padding[d] >= max(stride_t[d], dil_t[d]):
+                raise ValueError(f"{who}: output_padding={output_padding!r} must be smaller "
+                                 f"than max(stride, dilation)={max(stride_t[d], dil_t[d])} "
+                                 f"in dim {d}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, dtype, rng)
+        self.output_padding = self_output_padding
+
+    def _output_padding(self, x: Any, output_size: Any) -> tuple[int, ...]:
+        """``output_padding``, or the one that gives ``output_size`` (as torch computes it)."""
+        if output_size is None:
+            return self.output_padding
+        who, nd = type(self).__name__, self._nd
+        size = tuple(int(s) for s in output_size)
+        if len(size) == np.ndim(x):
+            size = size[-nd:]
+        if len(size) != nd:
+            raise ValueError(f"{who}: output_size={tuple(output_size)} must have {nd} or "
+                             f"{np.ndim(x)} entries")
+        spatial = np.shape(x)[-nd:]
+        lo = [(spatial[d] - 1) * self.stride[d] - 2 * self.padding[d]
+              + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(nd)]
+        hi = [lo[d] + self.stride[d] - 1 for d in range(nd)]
+        if any(not lo[d] <= size[d] <= hi[d] for d in range(nd)):
+            raise ValueError(f"{who}: requested output_size={size}, but valid sizes range from "
+                             f"{tuple(lo)} to {tuple(hi)} (for an input of {tuple(spatial)})")
+        return tuple(size[d] - lo[d] for d in range(nd))
+
+    def forward(self, x: Any, output_size: Any = None) -> Tensor:
+        fn = (Fc.conv_transpose1d, Fc.conv_transpose2d, Fc.conv_transpose3d)[self._nd - 1]
+        return fn(x, self.weight, self.bias, self.stride, self.padding,
+                  self._output_padding(x, output_size), self.groups, self.dilation)
+
+
+class ConvTranspose1d(_ConvTranspose):
+    """1-D transposed convolution, ``torch.nn.ConvTranspose1d``: weight (C_in, C_out / groups, K)."""
+
+    _nd = 1
+
+
+class ConvTranspose2d(_ConvTranspose):
+    """2-D transposed convolution, ``torch.nn.ConvTranspose2d``: weight (C_in, C_out/groups, KH, KW)."""
+
+    _nd = 2
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """3-D transposed convolution, ``torch.nn.ConvTranspose3d``."""
+
+    _nd = 3
