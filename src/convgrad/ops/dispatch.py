@@ -3,13 +3,59 @@
 Every convolution kernel reduces (through :mod:`.polyphase`) to dense convolutions
 ``out[b,g,o,p] = sum_{c,k} x[b,g,c,p*s+k*d-lo] * w[g,o,c,k]``; this module picks how
 each one is computed.  Adding an algorithm touches this module only.
+
+* ``direct`` (Numba loops over a padded slab): groups with few channels, where a
+  patch matrix would cost more to build than to multiply (depthwise, SSIM windows);
+* ``im2col`` (patch matrix + BLAS, chunked): everything else.
 """
 
 from __future__ import annotations
 
+import os
+from math import prod
+
 import numpy as np
 
-from .im2col import im2col_conv
+from .._config import get_workspace_limit
+from . import direct
+from .im2col import im2col_conv, padded_slab
+
+# a group this small (input x output channels) goes to the direct loops
+DIRECT_MAX_CHANNEL_PRODUCT = 16
+
+
+def _direct_enabled() -> bool:
+    return direct.HAVE_NUMBA and os.environ.get("CONVGRAD_DISABLE_NUMBA", "") in ("", "0")
+
+
+def choose(x_shape: tuple, w_shape: tuple, out_shape: tuple, stride: tuple,
+           dil: tuple, itemsize: int) -> str:
+    """Name of the algorithm for one dense convolution of these shapes."""
+    B, G, C, *L = x_shape
+    O, K, P = w_shape[1], w_shape[3:], out_shape[3:]
+    if C * O <= DIRECT_MAX_CHANNEL_PRODUCT and _direct_enabled():
+        slab = G * C * prod((P[i] - 1) * stride[i] + (K[i] - 1) * dil[i] + 1
+                            for i in range(len(P)))
+        if slab * itemsize <= get_workspace_limit() // 2:
+            return "direct"
+    return "im2col"
+
+
+def _direct_conv(x, w, out, stride, lo, dil) -> int:
+    B, G, C, *L = x.shape
+    O, K, P = w.shape[1], w.shape[3:], out.shape[3:]
+    nd = len(P)
+    ext = [(P[i] - 1) * stride[i] + (K[i] - 1) * dil[i] + 1 for i in range(nd)]
+    start = [-lo[i] for i in range(nd)]
+    per_sample = G * C * prod(ext) * out.dtype.itemsize
+    nb = max(1, min(B, (get_workspace_limit() // 2) // max(per_sample, 1)))
+    for b0 in range(0, B, nb):
+        slab = padded_slab(x[b0:b0 + nb], start, ext, out.dtype, contiguous=True)
+        if slab is None:
+            out[b0:b0 + nb] = 0
+            continue
+        direct.direct_conv(slab, w, out[b0:b0 + nb], stride, dil)
+    return 2 * B * G * O * C * prod(K) * prod(P)
 
 
 def dense_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo: tuple,
@@ -18,4 +64,9 @@ def dense_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo:
 
     Returns (FLOPs performed, name of the algorithm used).
     """
+    if out.size == 0:
+        return 0, "none"
+    algo = choose(x.shape, w.shape, out.shape, stride, dil, out.dtype.itemsize)
+    if algo == "direct" and x.shape[0] and x.shape[2] and all(x.shape[3:]):
+        return _direct_conv(x, w, out, stride, lo, dil), algo
     return im2col_conv(x, w, out, stride, lo, dil), "im2col"

@@ -89,23 +89,36 @@ def im2col_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo
     return flops
 
 
+def padded_slab(x: np.ndarray, start: list, ext: list, dtype, contiguous: bool = False):
+    """``x[..., start:start+ext]`` per spatial dim, zero outside ``x``; None if all zero.
+
+    A view of ``x`` when no padding is needed (unless ``contiguous``), else a new array.
+    """
+    L = x.shape[3:]
+    nd = len(L)
+    src = tuple(slice(max(start[i], 0), min(start[i] + ext[i], L[i])) for i in range(nd))
+    if any(s.start >= s.stop for s in src):
+        return None
+    inside = all(start[i] >= 0 and start[i] + ext[i] <= L[i] for i in range(nd))
+    if inside and not contiguous:
+        return x[(Ellipsis, *src)]
+    slab = (np.empty if inside else np.zeros)((*x.shape[:3], *ext), dtype=dtype)
+    dst = tuple(slice(s.start - start[i], s.stop - start[i]) for i, s in enumerate(src))
+    slab[(Ellipsis, *dst)] = x[(Ellipsis, *src)]
+    return slab
+
+
 def _chunk(x, w, out_view, stride, lo, dil, p0, pc, k0, kc, accumulate) -> int:
     nb, G, C, *L = x.shape
     O = w.shape[1]
     nd = len(pc)
     start = [p0[i] * stride[i] + k0[i] * dil[i] - lo[i] for i in range(nd)]
     ext = [_slab_extent(pc[i], kc[i], stride[i], dil[i]) for i in range(nd)]
-    src = tuple(slice(max(start[i], 0), min(start[i] + ext[i], L[i])) for i in range(nd))
-    if any(s.start >= s.stop for s in src):  # the chunk reads only padding
+    slab = padded_slab(x, start, ext, out_view.dtype)
+    if slab is None:  # the chunk reads only padding
         if not accumulate:
             out_view[...] = 0
         return 0
-    if all(start[i] >= 0 and start[i] + ext[i] <= L[i] for i in range(nd)):
-        slab = x[(Ellipsis, *src)]
-    else:
-        slab = np.zeros((nb, G, C, *ext), dtype=out_view.dtype)
-        dst = tuple(slice(s.start - start[i], s.stop - start[i]) for i, s in enumerate(src))
-        slab[(Ellipsis, *dst)] = x[(Ellipsis, *src)]
     st = slab.strides
     patches = as_strided(
         slab,
@@ -117,7 +130,14 @@ def _chunk(x, w, out_view, stride, lo, dil, p0, pc, k0, kc, accumulate) -> int:
     wk = w[(Ellipsis, *(slice(k0[i], k0[i] + kc[i]) for i in range(nd)))]
     ck, npix = C * prod(kc), prod(pc)
     w2 = wk.reshape(G, O, ck).astype(out_view.dtype, copy=False)
-    if npix < FOLD_BATCH_BELOW and nb > 1:
+    if npix < FOLD_BATCH_BELOW and kc[-1] > pc[-1]:
+        # long kernel rows, short outputs (a weight gradient): copy with the kernel's last
+        # axis innermost, cols^T (G, nb*P, CK), and let BLAS read it transposed
+        cols_t = patches.transpose(1, 0, *range(3 + nd, 3 + 2 * nd), 2, *range(3, 3 + nd))
+        cols_t = cols_t.reshape(G, nb * npix, ck)
+        res = np.matmul(w2, cols_t.transpose(0, 2, 1)).reshape(G, O, nb, *pc)
+        res = np.moveaxis(res, 2, 0)
+    elif npix < FOLD_BATCH_BELOW and nb > 1:
         # fold the batch into the GEMM's columns: one (O, CK) x (CK, nb*P) product per group
         cols = patches.transpose(1, 2, *range(3, 3 + nd), 0, *range(3 + nd, 3 + 2 * nd))
         cols = cols.reshape(G, ck, nb * npix)

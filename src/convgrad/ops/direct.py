@@ -1,0 +1,118 @@
+"""Direct convolution loops compiled with Numba, for groups with few channels.
+
+im2col + GEMM degenerates when a group has few input and output channels (depthwise
+convolutions, the Gaussian window of SSIM): the patch copy costs more than the
+matrix product.  These loops read a zero-padded slab in place instead.  Layout:
+    slab (B, G, C, S)   padded input, spatial dims flattened (C-order)
+    w    (G, O, C, T)   kernel taps, flattened
+    out  (B, G, O, R, J) output rows R = prod(P[:-1]) of length J = P[-1]
+with ``out[b,g,o,r,j] = sum_{c,t} w[g,o,c,t] * slab[b,g,c, row[r] + tap[t] + j*step]``.
+Two loop orders: vectorised over ``j`` (long output rows) or over the taps of one
+kernel row (long kernels, e.g. a weight gradient whose "kernel" is a whole image).
+Numba is optional: without it the dispatcher never selects these kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+try:  # pragma: no cover - exercised whenever numba is installed
+    import numba
+
+    HAVE_NUMBA = True
+except ImportError:  # pragma: no cover
+    numba = None
+    HAVE_NUMBA = False
+
+_kernels: dict = {}
+
+
+def _compile():
+    if "rows" in _kernels:
+        return _kernels
+    njit, prange = numba.njit, numba.prange
+
+    @njit(parallel=True, cache=True, fastmath=False)
+    def rows(slab, w, out, row, tap, step):
+        B, G, C, _ = slab.shape
+        O, T = w.shape[1], w.shape[3]
+        R, J = out.shape[3], out.shape[4]
+        for bgo in prange(B * G * O):
+            b = bgo // (G * O)
+            g = (bgo // O) % G
+            o = bgo % O
+            acc = np.zeros(J, dtype=out.dtype)
+            for r in range(R):
+                acc[:] = 0
+                for c in range(C):
+                    src = slab[b, g, c]
+                    for t in range(T):
+                        wv = w[g, o, c, t]
+                        base = row[r] + tap[t]
+                        if step == 1:  # contiguous: vectorised
+                            seg = src[base:base + J]
+                            for j in range(J):
+                                acc[j] += wv * seg[j]
+                        else:
+                            for j in range(J):
+                                acc[j] += wv * src[base + j * step]
+                out[b, g, o, r, :] = acc
+        return out
+
+    @njit(parallel=True, cache=True, fastmath=True)
+    def taps(slab, w, out, row, tap_rows, kl, kstep, step):
+        # tap t = tr * kl + i; taps of one kernel row are kstep apart in the slab
+        B, G, C, _ = slab.shape
+        O = w.shape[1]
+        R, J = out.shape[3], out.shape[4]
+        TR = tap_rows.shape[0]
+        for bgo in prange(B * G * O):
+            b = bgo // (G * O)
+            g = (bgo // O) % G
+            o = bgo % O
+            for r in range(R):
+                for j in range(J):
+                    acc = 0.0
+                    for c in range(C):
+                        for tr in range(TR):
+                            base = row[r] + tap_rows[tr] + j * step
+                            for i in range(kl):
+                                acc += w[g, o, c, tr * kl + i] * slab[b, g, c, base + i * kstep]
+                    out[b, g, o, r, j] = acc
+        return out
+
+    _kernels["rows"], _kernels["taps"] = rows, taps
+    return _kernels
+
+
+def _offsets(shape: tuple, steps: tuple, extents: tuple) -> np.ndarray:
+    """Flattened offsets of the grid ``prod(range(extents[d]) * steps[d])`` in ``shape``."""
+    strides = [int(np.prod(shape[d + 1:])) for d in range(len(shape))]
+    off = np.zeros(1, dtype=np.int64)
+    for d in range(len(shape)):
+        axis = np.arange(extents[d], dtype=np.int64) * steps[d] * strides[d]
+        off = (off[:, None] + axis[None, :]).ravel()
+    return off
+
+
+def direct_conv(slab: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple,
+                dil: tuple) -> None:
+    """``out`` (B, G, O, *P) from a padded contiguous ``slab`` (B, G, C, *S), w (G, O, C, *K)."""
+    k = _compile()
+    B, G, C, *S = slab.shape
+    O, K, P = w.shape[1], w.shape[3:], out.shape[3:]
+    nd = len(P)
+    dtype = out.dtype
+    slab_f = slab.reshape(B, G, C, -1)
+    wf = np.ascontiguousarray(w, dtype=dtype).reshape(G, O, C, -1)
+    row = _offsets(tuple(S), stride[:-1] + (0,), tuple(P[:-1]) + (1,))
+    res = np.empty((B, G, O, int(np.prod(P[:-1], dtype=np.int64)), P[-1]), dtype=dtype)
+    step = stride[-1]
+    if P[-1] >= K[-1] or P[-1] >= 16:
+        tap = _offsets(tuple(S), dil, tuple(K))
+        k["rows"](slab_f, wf, res, row, tap, step)
+    else:
+        tap_rows = _offsets(tuple(S), dil[:-1] + (0,), tuple(K[:-1]) + (1,))
+        k["taps"](slab_f, wf, res, row, tap_rows, K[-1], dil[-1], step)
+    out[...] = res.reshape(B, G, O, *P)
+    _ = nd
