@@ -130,24 +130,48 @@ def _chunk(x, w, out_view, stride, lo, dil, p0, pc, k0, kc, accumulate) -> int:
     wk = w[(Ellipsis, *(slice(k0[i], k0[i] + kc[i]) for i in range(nd)))]
     ck, npix = C * prod(kc), prod(pc)
     w2 = wk.reshape(G, O, ck).astype(out_view.dtype, copy=False)
-    if npix < FOLD_BATCH_BELOW and kc[-1] > pc[-1]:
-        # long kernel rows, short outputs (a weight gradient): copy with the kernel's last
-        # axis innermost, cols^T (G, nb*P, CK), and let BLAS read it transposed
-        cols_t = patches.transpose(1, 0, *range(3 + nd, 3 + 2 * nd), 2, *range(3, 3 + nd))
-        cols_t = cols_t.reshape(G, nb * npix, ck)
-        res = np.matmul(w2, cols_t.transpose(0, 2, 1)).reshape(G, O, nb, *pc)
-        res = np.moveaxis(res, 2, 0)
-    elif npix < FOLD_BATCH_BELOW and nb > 1:
-        # fold the batch into the GEMM's columns: one (O, CK) x (CK, nb*P) product per group
-        cols = patches.transpose(1, 2, *range(3, 3 + nd), 0, *range(3 + nd, 3 + 2 * nd))
-        cols = cols.reshape(G, ck, nb * npix)
-        res = np.matmul(w2, cols).reshape(G, O, nb, *pc)
-        res = np.moveaxis(res, 2, 0)
+    dtype = out_view.dtype
+    if npix < FOLD_BATCH_BELOW and (kc[-1] > pc[-1] or nb > 1):
+        if kc[-1] > pc[-1]:
+            # long kernel rows, short outputs (a weight gradient): copy with the kernel's
+            # last axis innermost, cols^T (G, nb*P, CK); BLAS reads it transposed
+            cols = patches.transpose(1, 0, *range(3 + nd, 3 + 2 * nd), 2, *range(3, 3 + nd))
+            cols = cols.reshape(G, nb * npix, ck).transpose(0, 2, 1)
+        else:
+            # fold the batch into the columns: one (O, CK) x (CK, nb*P) product per group
+            cols = patches.transpose(1, 2, *range(3, 3 + nd), 0, *range(3 + nd, 3 + 2 * nd))
+            cols = cols.reshape(G, ck, nb * npix)
+        res = np.empty((G, O, nb * npix), dtype=dtype)
+        for g in range(G):
+            np.matmul(w2[g], cols[g], out=res[g])
+        res = np.moveaxis(res.reshape(G, O, nb, *pc), 2, 0)
+        _store(out_view, res, accumulate)
     else:
         cols = patches.reshape(nb, G, ck, npix)
-        res = np.matmul(w2, cols).reshape(nb, G, O, *pc)
+        direct = None if accumulate else _flat_view(out_view, npix)
+        res = direct if direct is not None else np.empty((nb, G, O, npix), dtype=dtype)
+        for b in range(nb):
+            for g in range(G):
+                np.matmul(w2[g], cols[b, g], out=res[b, g])
+        if direct is None:
+            _store(out_view, res.reshape(nb, G, O, *pc), accumulate)
+    return 2 * nb * G * O * ck * npix
+
+
+def _store(out_view: np.ndarray, res: np.ndarray, accumulate: bool) -> None:
     if accumulate:
         out_view += res
     else:
         out_view[...] = res
-    return 2 * nb * G * O * ck * npix
+
+
+def _flat_view(out_view: np.ndarray, npix: int) -> np.ndarray | None:
+    """``out_view`` (nb, G, O, *pc) as (nb, G, O, npix) without a copy, if its pixels are
+    one contiguous run per (b, g, o); else None."""
+    shape, strides = out_view.shape, out_view.strides
+    step = out_view.itemsize
+    for n, st in zip(reversed(shape[3:]), reversed(strides[3:])):
+        if n != 1 and st != step:
+            return None
+        step *= n
+    return as_strided(out_view, shape=(*shape[:3], npix), strides=(*strides[:3], out_view.itemsize))
