@@ -21,6 +21,11 @@ from convgrad.ops import (  # noqa: E402
     conv_weight_grad,
 )
 
+try:  # the dispatcher, to run the sweep under each algorithm (absent in older builds)
+    from convgrad.ops import dispatch
+except ImportError:  # pragma: no cover
+    dispatch = None
+
 SEED = 20240611
 N_RANDOM = 240
 SPATIAL_LETTERS = {1: "W", 2: "HW", 3: "DHW", 4: "TDHW"}
@@ -162,7 +167,7 @@ def _jax_fn(spec: ConvSpec):
     return all_outputs
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _references() -> list[tuple[np.ndarray, ...]]:
     """JAX's (y, gx, gw, gb) for every case; compiled in batches (one XLA compile each)."""
     results = []
@@ -219,52 +224,61 @@ def test_sweep_covers_what_it_claims():
     assert sum(c.w[0, 0].size > 1 for c in CASES) >= 0.8 * len(CASES)
 
 
-@pytest.mark.parametrize("i", range(len(CASES)), ids=IDS)
-def test_forward(i):
-    c = CASES[i]
-    y = conv_forward(c.x, c.w, c.spec)
-    assert y.dtype == np.float64
-    _close64(y, _references()[i][0])
+@pytest.fixture(params=["im2col", "direct"])
+def algorithm(request, monkeypatch):
+    """Run under each dense-convolution algorithm the dispatcher can pick.
+
+    (With the default dispatch every group of this sweep is small enough for the direct
+    loops, so "direct" is also the default path here.)
+    """
+    if request.param == "im2col":  # documented switch: no Numba direct loops
+        monkeypatch.setenv("CONVGRAD_DISABLE_NUMBA", "1")
+    elif request.param == "direct":  # every group small enough for the direct loops
+        if dispatch is None or not getattr(getattr(dispatch, "direct", None), "HAVE_NUMBA", 0):
+            pytest.skip("no Numba direct kernels in this build")
+        monkeypatch.delenv("CONVGRAD_DISABLE_NUMBA", raising=False)
+        monkeypatch.setattr(dispatch, "DIRECT_MAX_CHANNEL_PRODUCT", 10**9)
+    return request.param
+
+
+def _all_kernels(c: Case, x, w, gy):
+    return {
+        "conv_forward": conv_forward(x, w, c.spec),
+        "conv_input_grad": conv_input_grad(gy, w, c.x.shape, c.spec),
+        "conv_weight_grad": conv_weight_grad(x, gy, c.w.shape, c.spec),
+        "conv_bias_grad": conv_bias_grad(gy),
+    }
 
 
 @pytest.mark.parametrize("i", range(len(CASES)), ids=IDS)
-def test_input_grad(i):
+def test_float64(i, algorithm):
     c = CASES[i]
-    gx = conv_input_grad(c.gy, c.w, c.x.shape, c.spec)
-    assert gx.dtype == np.float64
-    _close64(gx, _references()[i][1])
+    got = _all_kernels(c, c.x, c.w, c.gy)
+    for (label, g), r in zip(got.items(), _references()[i]):
+        assert g.dtype == np.float64, label
+        try:
+            _close64(g, r)
+        except AssertionError as e:
+            raise AssertionError(f"{label} [{algorithm}] {c.spec} x{c.x.shape} w{c.w.shape}"
+                                 f": {e}") from None
+    _close64(got["conv_bias_grad"], c.gy.sum(axis=(0, *range(2, c.gy.ndim))))
 
 
-@pytest.mark.parametrize("i", range(len(CASES)), ids=IDS)
-def test_weight_grad(i):
+F32_SUBSET = sorted(set(range(0, N_RANDOM, 4)) | set(range(N_RANDOM, len(CASES))))
+
+
+@pytest.mark.parametrize("i", F32_SUBSET, ids=[IDS[i] for i in F32_SUBSET])
+def test_float32(i, algorithm):
     c = CASES[i]
-    gw = conv_weight_grad(c.x, c.gy, c.w.shape, c.spec)
-    assert gw.dtype == np.float64
-    _close64(gw, _references()[i][2])
-
-
-@pytest.mark.parametrize("i", range(len(CASES)), ids=IDS)
-def test_bias_grad(i):
-    c = CASES[i]
-    gb = conv_bias_grad(c.gy)
-    assert gb.shape == (c.w.shape[0],)
-    _close64(gb, _references()[i][3])
-    _close64(gb, c.gy.sum(axis=(0, *range(2, c.gy.ndim))))
-
-
-F32_SUBSET = list(range(0, len(CASES), 4)) + list(range(N_RANDOM, len(CASES)))
-
-
-@pytest.mark.parametrize("i", sorted(set(F32_SUBSET)), ids=lambda i: IDS[i])
-def test_float32(i):
-    c = CASES[i]
-    ref = _references()[i]
     x, w, gy = c.x.astype(np.float32), c.w.astype(np.float32), c.gy.astype(np.float32)
-    got = (conv_forward(x, w, c.spec), conv_input_grad(gy, w, x.shape, c.spec),
-           conv_weight_grad(x, gy, w.shape, c.spec), conv_bias_grad(gy))
-    for g, r in zip(got, ref):
-        assert g.dtype == np.float32
-        _close32(g, r)
+    got = _all_kernels(c, x, w, gy)
+    for (label, g), r in zip(got.items(), _references()[i]):
+        assert g.dtype == np.float32, label
+        try:
+            _close32(g, r)
+        except AssertionError as e:
+            raise AssertionError(f"{label} [{algorithm}] {c.spec} x{c.x.shape} w{c.w.shape}"
+                                 f": {e}") from None
 
 
 @pytest.mark.parametrize("i", [0, 1, 2, 3, N_RANDOM, N_RANDOM + 4], ids=lambda i: IDS[i])

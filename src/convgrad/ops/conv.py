@@ -31,7 +31,7 @@ import numpy as np
 from ..profiler import record
 from .dispatch import dense_conv
 from .polyphase import covers_all, phases
-from .spec import ConvSpec, check_float_array
+from .spec import ConvSpec, _is_int, check_float_array
 
 __all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad",
            "grouped_conv"]
@@ -72,10 +72,9 @@ def _check_spec(spec: object, fn: str) -> ConvSpec:
 
 
 def _check_shape(name: str, shape: object, ndim: int, fn: str) -> tuple[int, ...]:
-    try:
-        out = tuple(int(s) for s in shape)  # type: ignore[union-attr]
-    except TypeError:
-        raise TypeError(f"{fn}: {name}={shape!r} must be a shape tuple of ints") from None
+    if not isinstance(shape, tuple | list) or not all(_is_int(s) for s in shape):
+        raise TypeError(f"{fn}: {name}={shape!r} must be a shape tuple of ints")
+    out = tuple(int(s) for s in shape)
     if len(out) != ndim or any(s < 0 for s in out):
         raise ValueError(f"{fn}: {name}={out} must be {ndim} non-negative ints")
     return out

@@ -24,6 +24,9 @@ from .._config import get_workspace_limit
 
 # Below this many output positions per image, fold the batch into one GEMM.
 FOLD_BATCH_BELOW = 512
+# Chunks aim at this many bytes (cache-sized: the patch copy stays in cache for the GEMM);
+# the workspace limit, if smaller, wins.
+CHUNK_TARGET_BYTES = 8 * 2**20
 
 
 def _slab_extent(pc: int, kc: int, s: int, d: int) -> int:
@@ -72,7 +75,7 @@ def im2col_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo
         return 0
     dtype = out.dtype
     chunk = plan_chunks(B, G, C, O, tuple(P), tuple(K), stride, dil, dtype.itemsize,
-                        get_workspace_limit())
+                        min(get_workspace_limit(), CHUNK_TARGET_BYTES))
     nb_c, p_c, k_c = chunk[0], chunk[1:1 + nd], chunk[1 + nd:]
     k_starts = list(itertools.product(*(range(0, K[i], k_c[i]) for i in range(nd))))
     flops = 0

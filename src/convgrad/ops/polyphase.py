@@ -44,18 +44,22 @@ def phases(kernel: int, out: int, stride: int, lo: int, kdil: int, idil: int) ->
     g = gcd(stride, idil)
     q = idil // g
     T = idil // gcd(kdil, idil)
-    inv = pow(stride // g, -1, q) if q > 1 else 0
-    found = []
-    for k0 in range(min(kernel, T)):
-        c = lo - k0 * kdil  # need stride * r == c (mod idil)
-        if c % g:
-            continue
-        r = (c // g) * inv % q
-        if r >= out:
-            continue
-        base = (r * stride + k0 * kdil - lo) // idil
-        found.append(Phase(r, q, k0, T, base, stride // g, kdil // gcd(kdil, idil)))
-    return found
+    h = gcd(kdil, idil)
+    pairs = []  # (r, k0): output class and its first tap
+    if min(kernel, T) <= min(out, q):  # walk the taps, find each one's class
+        inv = pow(stride // g, -1, q) if q > 1 else 0
+        for k0 in range(min(kernel, T)):
+            c = lo - k0 * kdil  # need stride * r == c (mod idil)
+            if c % g == 0 and (r := (c // g) * inv % q) < out:
+                pairs.append((r, k0))
+    else:  # walk the classes, find each one's first tap
+        inv = pow(kdil // h, -1, T) if T > 1 else 0
+        for r in range(min(out, q)):
+            c = lo - r * stride  # need kdil * k0 == c (mod idil)
+            if c % h == 0 and (k0 := (c // h) * inv % T) < kernel:
+                pairs.append((r, k0))
+    return [Phase(r, q, k0, T, (r * stride + k0 * kdil - lo) // idil, stride // g,
+                  kdil // h) for r, k0 in sorted(pairs)]
 
 
 def covers_all(found: list[Phase], out: int) -> bool:
