@@ -64,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", default=None, help="write results as JSON to this file")
     p.add_argument("--plot", default=None, help="write a PNG chart of the ratios to this file")
     p.add_argument("--only", default=None, help="workload ids, comma separated (e.g. W1,W2)")
+    p.add_argument("--memory", action="store_true",
+                   help="also measure peak memory of W1 forward + backward (fresh subprocesses)")
     p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("gradcheck", help="finite-difference gradient verification",

@@ -1,0 +1,202 @@
+"""``convgrad bench``: the workloads of BENCHMARKS.md for convgrad and the installed peers.
+
+Modules: :mod:`.workloads` (the table, as data), :mod:`.peers` (one adapter per
+implementation), :mod:`.runner` (interleaved timing, medians, agreement check),
+:mod:`.report` (table, JSON, chart) and :mod:`.memory` (peak memory, run as
+``python -m convgrad.bench.memory``).  Only NumPy is imported at package import;
+torch, jax, mlx, tqdm, threadpoolctl and matplotlib load when the bench runs.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import ExitStack
+from typing import Any
+
+__all__ = ["run_bench", "THREADS"]
+
+#: every implementation runs on this many threads
+THREADS = 2
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def set_postfix_str(self, s: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    @staticmethod
+    def write(s: str, file: Any = None) -> None:
+        print(s, file=file or sys.stdout, flush=True)
+
+
+def _progress(total: int) -> Any:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return _NoBar()
+    # disable=None: a bar on a terminal, none when stderr is a file or a pipe
+    return tqdm(total=total, desc="bench", unit="round", file=sys.stderr, disable=None,
+                dynamic_ncols=True, leave=False)
+
+
+def run_bench(args: Any) -> int:
+    """Run the suite as the ``convgrad bench`` options in ``args`` ask; returns the exit code.
+
+    0: every check passed; 1: convgrad disagreed with the reference peer or failed;
+    2: bad options.
+    """
+    from .peers import ConvgradImpl, make_impl
+    from .report import (
+        build_json,
+        format_environment,
+        format_peak,
+        format_table,
+        mismatch_lines,
+        write_json,
+        write_plot,
+    )
+    from .runner import collect_environment, matmul_peak, run_pass
+    from .workloads import PASSES, TINY_ENV, make_inputs, select, tiny_requested
+
+    out = sys.stdout
+    quick = bool(getattr(args, "quick", False))
+    tiny = tiny_requested()
+    known = ("torch", "jax", "mlx")
+    against = [s.strip().lower() for s in (getattr(args, "against", None) or "").split(",")
+               if s.strip()]
+    unknown = [p for p in against if p not in known]
+    if unknown:
+        print(f"convgrad bench: --against: unknown peer(s) {', '.join(unknown)}; "
+              f"expected some of {', '.join(known)}", file=sys.stderr)
+        return 2
+    try:
+        selected = select(getattr(args, "only", None))
+    except ValueError as e:
+        print(f"convgrad bench: {e}", file=sys.stderr)
+        return 2
+    runs = 3 if (quick or tiny) else 5
+    warmup = 1 if (quick or tiny) else 2
+
+    versions: dict[str, str] = {}
+    cg_impl = ConvgradImpl()
+    versions["convgrad"] = cg_impl.load()
+    impls = [cg_impl]
+    peers: list[str] = []
+    skipped_peers: dict[str, str] = {}
+    for name in dict.fromkeys(against):
+        impl = make_impl(name, THREADS)
+        try:
+            versions[name] = impl.load()
+        except Exception as e:  # ImportError, or a broken install
+            skipped_peers[name] = f"cannot import: {type(e).__name__}: {e}"
+            print(f"skipping peer {name}: {skipped_peers[name]}", file=out, flush=True)
+            continue
+        impls.append(impl)
+        peers.append(name)
+
+    notes = []
+    if quick:
+        notes.append(f"--quick: {runs} timed runs, batch sizes shrunk to a quarter (at least 1)")
+    if tiny:
+        notes.append(f"{TINY_ENV} is set: toy shapes (batch 1, spatial / 4) and a 512^3 "
+                     "matmul - for testing the harness, not for numbers")
+    for n in notes:
+        print(f"note: {n}", file=out, flush=True)
+
+    results = []
+    skipped_workloads: dict[str, str] = {}
+    t_start = time.time()
+    with ExitStack() as stack:
+        for impl in impls:
+            stack.enter_context(impl.threads(THREADS))
+        env = collect_environment(versions, impls)
+        peak = matmul_peak(512 if tiny else 2048, runs)
+        work = [w.shrunk(quick, tiny) for w in selected]
+        bar = _progress(sum(len(w.passes) for w in work) * runs)
+        try:
+            for w in work:
+                reason = cg_impl.unsupported(w, PASSES[0])
+                if reason:
+                    skipped_workloads[w.id] = reason
+                    bar.write(f"skipping {w.id}: {reason}", file=out)
+                    bar.update(len(w.passes) * runs)
+                    continue
+                inp = make_inputs(w)
+                for p in w.passes:
+                    bar.set_postfix_str(f"{w.id} {p}")
+                    r = run_pass(w, p, impls, inp, runs=runs, warmup=warmup,
+                                 tick=lambda: bar.update(1))
+                    results.append(r)
+                    fails, warns = mismatch_lines([r])
+                    for m in fails:
+                        bar.write(f"!!! MISMATCH {m}", file=out)
+                    for m in warns:
+                        bar.write(f"warning: {m}", file=out)
+                    for name, err in r.errors.items():
+                        if name != "convgrad":
+                            bar.write(f"warning: {w.id} {p}: {name} failed: {err}", file=out)
+                del inp
+        finally:
+            bar.close()
+
+    print(file=out)
+    print(format_table(results, peers), file=out)
+    print(file=out)
+    print(format_peak(peak, results, peers), file=out)
+    print(format_environment(env), file=out)
+    for wid, reason in skipped_workloads.items():
+        print(f"skipped {wid}: {reason}", file=out)
+    for name, reason in skipped_peers.items():
+        print(f"skipped peer {name}: {reason}", file=out)
+    for n in notes:
+        print(f"note: {n}", file=out)
+
+    meta = {
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t_start)),
+        "wall_s": time.time() - t_start,
+        "quick": quick, "tiny": tiny, "runs": runs, "warmup": warmup, "threads": THREADS,
+        "notes": notes,
+        "implementations": ["convgrad", *peers],
+        "skipped_peers": skipped_peers,
+        "skipped_workloads": skipped_workloads,
+        "environment": env,
+        "matmul_peak": peak,
+    }
+    data = build_json(results, peers, meta)
+    if getattr(args, "memory", False):  # `convgrad bench --memory`, if cli.py offers it
+        from .memory import format_report, run_children
+
+        rows = run_children(["convgrad", *peers], "W1", "fwd+bwd", quick)
+        print(file=out)
+        print(format_report(rows, "W1", "fwd+bwd"), file=out)
+        data["memory"] = {"workload": "W1", "pass": "fwd+bwd", "results": rows}
+    if getattr(args, "json", None):
+        write_json(data, args.json)
+        print(f"wrote {args.json}", file=out)
+    if getattr(args, "plot", None):
+        try:
+            write_plot(results, peers, args.plot,
+                       title=f"convgrad {versions['convgrad']}, {THREADS} threads, median of "
+                             f"{runs}{' (quick)' if quick else ''}")
+            print(f"wrote {args.plot}", file=out)
+        except ImportError as e:
+            print(f"cannot write the chart: {e} (pip install matplotlib)", file=out)
+
+    fails, _ = mismatch_lines(results)
+    if fails:
+        print(file=out)
+        print("!" * 78, file=out)
+        print(f"!!! AGREEMENT FAILED in {len(fails)} pass(es):", file=out)
+        for m in fails:
+            print(f"!!!   {m}", file=out)
+        print("!" * 78, file=out)
+        return 1
+    if not data["agreement_checked"]:
+        print("note: no peer ran, so nothing was checked for agreement", file=out)
+    return 0

@@ -1,0 +1,280 @@
+"""Interleaved timing, medians, the agreement check, the matmul ceiling, the environment.
+
+One pass of one workload (:func:`run_pass`): every implementation is prepared
+(inputs copied, functions jitted) outside the timed region, run once untimed (its
+results are kept for the agreement check; convgrad's run is wrapped in
+``convgrad.profile()`` to record which algorithm each kernel used), warmed up, then
+timed round-robin: convgrad, torch, jax, convgrad, torch, jax, ... so that a slow
+period of a shared machine hits every implementation alike.  The reported time is
+the median.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import platform
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .peers import Impl, Prepared
+from .workloads import Inputs, Workload
+
+__all__ = ["TOLERANCE", "REFERENCE_ORDER", "max_rel_error", "check_agreement", "PassResult",
+           "run_pass", "matmul_peak", "collect_environment"]
+
+#: convgrad agrees with a peer when max|ours - theirs| / max|theirs| <= TOLERANCE (float32)
+TOLERANCE = 1e-3
+#: the agreement reference: the first of these that ran the pass (PyTorch is the oracle)
+REFERENCE_ORDER = ("torch", "jax", "mlx")
+#: short names of the convgrad kernels, for the table
+KERNEL_SHORT = {"conv_forward": "fwd", "conv_input_grad": "dx", "conv_weight_grad": "dw",
+                "conv_bias_grad": "db"}
+
+
+# ----------------------------------------------------------------------------- agreement
+
+
+def max_rel_error(ours: np.ndarray, ref: np.ndarray) -> float:
+    """max|ours - ref| / max|ref| (relative max-norm); inf on a shape mismatch or NaN/inf."""
+    a = np.asarray(ours, dtype=np.float64)
+    b = np.asarray(ref, dtype=np.float64)
+    if a.shape != b.shape or not np.all(np.isfinite(a)) or not np.all(np.isfinite(b)):
+        return math.inf
+    if a.size == 0:
+        return 0.0
+    scale = float(np.max(np.abs(b)))
+    diff = float(np.max(np.abs(a - b)))
+    if scale == 0.0:
+        return 0.0 if diff == 0.0 else math.inf
+    return diff / scale
+
+
+def check_agreement(ours: dict, ref: dict,
+                    tol: float = TOLERANCE) -> tuple[bool, dict[str, float]]:
+    """Compare every array of two results; a key missing on either side is a mismatch.
+
+    Returns (all within ``tol``, {key: relative max-norm error}).
+    """
+    errors = {}
+    for k in sorted(set(ours) | set(ref)):
+        errors[k] = max_rel_error(ours[k], ref[k]) if k in ours and k in ref else math.inf
+    return bool(errors) and all(e <= tol for e in errors.values()), errors
+
+
+# ----------------------------------------------------------------------------- one pass
+
+
+@dataclass
+class PassResult:
+    workload: Workload
+    pass_: str
+    times: dict[str, list[float]] = field(default_factory=dict)  # seconds, per implementation
+    skipped: dict[str, str] = field(default_factory=dict)  # implementation -> why not run
+    errors: dict[str, str] = field(default_factory=dict)  # implementation -> what failed
+    reference: str | None = None  # the peer convgrad's results were checked against
+    checks: dict[str, dict] = field(default_factory=dict)  # peer -> {agree, max_rel_err}
+    algorithms: dict[str, list[str]] = field(default_factory=dict)  # convgrad kernel -> algos
+    kernel_calls: dict[str, int] = field(default_factory=dict)
+
+    def median_ms(self, name: str) -> float | None:
+        t = self.times.get(name)
+        return statistics.median(t) * 1e3 if t else None
+
+    def ratio(self, peer: str) -> float | None:
+        ours, theirs = self.median_ms("convgrad"), self.median_ms(peer)
+        return ours / theirs if ours and theirs else None
+
+    def gflops(self, name: str) -> float | None:
+        flops = self.workload.fwd_flops()
+        ms = self.median_ms(name)
+        return flops / (ms * 1e-3) / 1e9 if self.pass_ == "fwd" and flops and ms else None
+
+    @property
+    def agree(self) -> bool | None:
+        """convgrad vs the reference peer; None when no reference ran."""
+        if self.reference is None:
+            return None
+        return bool(self.checks[self.reference]["agree"])
+
+    @property
+    def failed(self) -> bool:
+        return self.agree is False or "convgrad" in self.errors
+
+    def algorithm_text(self) -> str:
+        return " ".join(f"{KERNEL_SHORT.get(k, k)}:{','.join(v) or '?'}"
+                        for k, v in self.algorithms.items() if k != "conv_bias_grad")
+
+
+def _error_text(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) < 300 else text[:297] + "..."
+
+
+def _timed(fn: Prepared) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.perf_counter()
+        out = fn()
+        t = time.perf_counter() - t0
+    finally:
+        gc.enable()
+    del out
+    return t
+
+
+def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: int = 5,
+             warmup: int = 1, tick: Callable[[], None] | None = None,
+             tol: float = TOLERANCE) -> PassResult:
+    """Prepare, check and time one pass for every implementation, interleaved.
+
+    ``impls`` must hold an implementation named ``convgrad``; ``tick`` is called after
+    each timed round (for a progress bar).
+    """
+    from ..profiler import profile
+
+    res = PassResult(w, pass_)
+    prepared: dict[str, Prepared] = {}
+    for impl in impls:
+        reason = impl.unsupported(w, pass_)
+        if reason:
+            res.skipped[impl.name] = reason
+            continue
+        try:
+            prepared[impl.name] = impl.prepare(w, pass_, inp)
+        except Exception as e:  # a peer that cannot express the pass must not stop the bench
+            res.errors[impl.name] = f"prepare failed: {_error_text(e)}"
+
+    # untimed first run (results kept for the agreement check), then warm-up runs
+    first: dict[str, dict] = {}
+    for name, fn in list(prepared.items()):
+        try:
+            if name == "convgrad":
+                with profile() as prof:
+                    out = fn()
+                algos: dict[str, set] = {}
+                for ev in prof.events:
+                    algos.setdefault(ev.name, set()).add(ev.algorithm or "")
+                    res.kernel_calls[ev.name] = res.kernel_calls.get(ev.name, 0) + 1
+                res.algorithms = {k: sorted(a for a in v if a) for k, v in algos.items()}
+            else:
+                out = fn()
+            first[name] = fn.to_numpy(out)
+            del out
+            for _ in range(max(0, warmup - 1)):
+                fn()
+        except Exception as e:
+            res.errors[name] = f"run failed: {_error_text(e)}"
+            del prepared[name]
+
+    if "convgrad" in first:
+        for peer, theirs in first.items():
+            if peer == "convgrad":
+                continue
+            ok, errs = check_agreement(first["convgrad"], theirs, tol)
+            res.checks[peer] = {"agree": ok, "max_rel_err": errs}
+        ran = [p for p in REFERENCE_ORDER if p in res.checks]
+        others = [p for p in res.checks if p not in REFERENCE_ORDER]
+        res.reference = (ran or others or [None])[0]
+    first.clear()
+
+    for name in prepared:
+        res.times[name] = []
+    for _ in range(runs):
+        for name, fn in list(prepared.items()):
+            try:
+                res.times[name].append(_timed(fn))
+            except Exception as e:
+                res.errors[name] = f"timed run failed: {_error_text(e)}"
+                del prepared[name]
+                del res.times[name]
+        if tick is not None:
+            tick()
+    return res
+
+
+# ----------------------------------------------------------------------------- machine
+
+
+def matmul_peak(n: int = 2048, runs: int = 5) -> dict:
+    """NumPy float32 ``(n, n) @ (n, n)`` GFLOP/s: the practical ceiling of this machine."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    c = np.empty((n, n), dtype=np.float32)
+    np.matmul(a, b, out=c)  # warm-up
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        np.matmul(a, b, out=c)
+        times.append(time.perf_counter() - t0)
+    med = statistics.median(times)
+    return {"n": n, "runs": runs, "median_ms": med * 1e3, "gflops": 2.0 * n ** 3 / med / 1e9}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+ENV_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS", "XLA_FLAGS")
+
+
+def collect_environment(versions: dict[str, str], impls: Sequence[Impl] = ()) -> dict:
+    """Versions, BLAS thread pools (as limited for the run), CPU, cores, relevant env vars."""
+    import sys
+
+    pools = []
+    try:
+        from threadpoolctl import threadpool_info
+
+        for d in threadpool_info():
+            pools.append({k: d.get(k) for k in ("user_api", "internal_api", "prefix", "version",
+                                                 "architecture", "num_threads")})
+    except ImportError:
+        pools.append({"error": "threadpoolctl is not installed"})
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        usable = os.cpu_count()
+    threads: dict = {}
+    for impl in impls:
+        try:
+            threads.update(impl.thread_info())
+        except Exception as e:  # informational only
+            threads[impl.name] = _error_text(e)
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "versions": {"numpy": np.__version__, **versions,
+                     "pytorch_msssim": _dist_version("pytorch-msssim"),
+                     "threadpoolctl": _dist_version("threadpoolctl")},
+        "threadpool_info": pools,
+        "threads": threads,
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": usable,
+        "env": {k: os.environ.get(k) for k in ENV_VARS},
+    }

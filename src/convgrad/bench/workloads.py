@@ -1,0 +1,194 @@
+"""The benchmark workloads of ``BENCHMARKS.md`` as data, and their inputs.
+
+Shapes are in PyTorch's layout: ``x`` (N, C_in, *spatial); convolution weight
+(C_out, C_in // groups, *kernel); transposed-convolution weight
+(C_in, C_out // groups, *kernel).  ``kwargs`` go unchanged to
+``convgrad.functional.<op>`` and ``torch.nn.functional.<op>``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+__all__ = ["PASSES", "MS_PASSES", "WORKLOADS", "Workload", "Inputs", "make_inputs",
+           "select", "tiny_requested", "TINY_ENV"]
+
+#: forward; forward + every gradient; input gradient only (weight frozen);
+#: weight and bias gradients only (input not requiring grad)
+PASSES = ("fwd", "fwd+bwd", "fwd+bwd_input", "fwd+bwd_weight")
+#: the MS-SSIM loss has one differentiable input (X)
+MS_PASSES = ("fwd", "fwd+bwd")
+
+#: set to 1 to shrink every workload to a toy size (used by the test suite)
+TINY_ENV = "CONVGRAD_BENCH_TINY"
+
+
+@dataclass(frozen=True)
+class Workload:
+    id: str
+    op: str  # conv1d, conv2d, conv3d, conv_transpose2d or ms_ssim
+    description: str
+    x_shape: tuple
+    w_shape: tuple | None = None
+    kwargs: dict = field(default_factory=dict)
+
+    @property
+    def passes(self) -> tuple:
+        return MS_PASSES if self.op == "ms_ssim" else PASSES
+
+    @property
+    def is_transpose(self) -> bool:
+        return self.op.startswith("conv_transpose")
+
+    @property
+    def nd(self) -> int:
+        return len(self.x_shape) - 2
+
+    def per_dim(self, name: str, default: int) -> tuple:
+        v = self.kwargs.get(name, default)
+        return tuple(v) if isinstance(v, tuple | list) else (int(v),) * self.nd
+
+    @property
+    def c_out(self) -> int:
+        g = self.kwargs.get("groups", 1)
+        return self.w_shape[1] * g if self.is_transpose else self.w_shape[0]
+
+    def y_shape(self) -> tuple:
+        """Output shape (PyTorch's formulas)."""
+        if self.op == "ms_ssim":
+            return ()
+        s, p = self.per_dim("stride", 1), self.per_dim("padding", 0)
+        d = self.per_dim("dilation", 1)
+        ks, ls = self.w_shape[2:], self.x_shape[2:]
+        if self.is_transpose:
+            op = self.per_dim("output_padding", 0)
+            out = [(n - 1) * s_ - 2 * p_ + d_ * (k - 1) + o + 1
+                   for n, s_, p_, d_, k, o in zip(ls, s, p, d, ks, op)]
+        else:
+            out = [(n + 2 * p_ - d_ * (k - 1) - 1) // s_ + 1
+                   for n, s_, p_, d_, k in zip(ls, s, p, d, ks)]
+        return (self.x_shape[0], self.c_out, *out)
+
+    def fwd_flops(self) -> int | None:
+        """Forward FLOPs: 2 * N * C_out * prod(out_spatial) * C_in / groups * prod(kernel).
+
+        A transposed convolution counts its multiply-adds the same way seen from its
+        input: 2 * N * C_in * prod(in_spatial) * C_out / groups * prod(kernel).
+        """
+        if self.op == "ms_ssim":
+            return None
+        g = self.kwargs.get("groups", 1)
+        k = math.prod(self.w_shape[2:])
+        if self.is_transpose:
+            n, c_in, *sp = self.x_shape
+            return 2 * n * c_in * math.prod(sp) * (self.c_out // g) * k
+        n, c_out, *sp = self.y_shape()
+        return 2 * n * c_out * math.prod(sp) * (self.x_shape[1] // g) * k
+
+    def with_batch(self, n: int) -> Workload:
+        return replace(self, x_shape=(n, *self.x_shape[1:]))
+
+    def shrunk(self, quick: bool, tiny: bool) -> Workload:
+        """``quick``: a quarter of the batch (at least 1); ``tiny``: batch 1, small spatial."""
+        w = self
+        if quick or tiny:
+            w = w.with_batch(1 if tiny else max(1, self.x_shape[0] // 4))
+        if tiny:
+            if self.op == "ms_ssim":
+                # pytorch-msssim needs the smaller side > (11 - 1) * 2**4 = 160
+                sp = tuple(min(n, 176) for n in self.x_shape[2:])
+            else:
+                sp = tuple(max(8, n // 4) for n in self.x_shape[2:])
+            w = replace(w, x_shape=(*w.x_shape[:2], *sp))
+        return w
+
+    def shape_text(self) -> str:
+        def t(s: tuple) -> str:
+            return "(" + ", ".join(map(str, s)) + ")"
+
+        if self.op == "ms_ssim":
+            return f"X, Y {t(self.x_shape)}"
+        return f"x {t(self.x_shape)}, w {t(self.w_shape)}"
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "op": self.op, "description": self.description,
+                "x_shape": list(self.x_shape),
+                "w_shape": list(self.w_shape) if self.w_shape else None,
+                "y_shape": list(self.y_shape()) or None, "kwargs": dict(self.kwargs),
+                "fwd_flops": self.fwd_flops()}
+
+
+WORKLOADS: tuple[Workload, ...] = (
+    Workload("W1", "conv2d", "conv2d 3x3, stride 1, pad 1", (8, 64, 56, 56), (64, 64, 3, 3),
+             {"stride": 1, "padding": 1}),
+    Workload("W2", "conv2d", "conv2d 1x1", (8, 256, 28, 28), (64, 256, 1, 1), {}),
+    Workload("W3", "conv2d", "conv2d 7x7, stride 2, pad 3", (8, 3, 224, 224), (64, 3, 7, 7),
+             {"stride": 2, "padding": 3}),
+    Workload("W4", "conv2d", "depthwise conv2d 3x3, pad 1, groups 128", (8, 128, 56, 56),
+             (128, 1, 3, 3), {"padding": 1, "groups": 128}),
+    Workload("W5", "conv_transpose2d", "conv_transpose2d k4, stride 2, pad 1", (8, 64, 32, 32),
+             (64, 32, 4, 4), {"stride": 2, "padding": 1}),
+    Workload("W6", "conv3d", "conv3d 3x3x3, pad 1", (2, 16, 32, 32, 32), (16, 16, 3, 3, 3),
+             {"padding": 1}),
+    Workload("W7", "conv1d", "conv1d k5, pad 4, dilation 2", (16, 64, 4096), (64, 64, 5),
+             {"padding": 4, "dilation": 2}),
+    Workload("W8", "conv2d", "grouped conv2d 3x3, pad 1, groups 8", (8, 128, 28, 28),
+             (128, 16, 3, 3), {"padding": 1, "groups": 8}),
+    Workload("MS", "ms_ssim", "loss 1 - ms_ssim(X, Y), data_range 1, X requires grad",
+             (4, 3, 256, 256), None, {"data_range": 1.0}),
+)
+
+
+def tiny_requested() -> bool:
+    return os.environ.get(TINY_ENV, "").strip() not in ("", "0")
+
+
+def select(only: str | None) -> list[Workload]:
+    """The workloads named in ``only`` (comma separated ids), or all of them."""
+    if not only:
+        return list(WORKLOADS)
+    by_id = {w.id.upper(): w for w in WORKLOADS}
+    ids = [s.strip().upper() for s in only.split(",") if s.strip()]
+    unknown = [i for i in ids if i not in by_id]
+    if unknown:
+        raise ValueError(f"--only: unknown workload id(s) {', '.join(unknown)}; "
+                         f"expected some of {', '.join(by_id)}")
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
+@dataclass
+class Inputs:
+    """NumPy float32 inputs shared by every implementation (PyTorch layout)."""
+
+    x: np.ndarray
+    w: np.ndarray | None = None
+    b: np.ndarray | None = None
+    gy: np.ndarray | None = None  # the output gradient fed to backward
+    y_target: np.ndarray | None = None  # MS: the second image Y
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.x, self.w, self.b, self.gy, self.y_target)
+                   if a is not None)
+
+
+def make_inputs(w: Workload, seed: int = 0) -> Inputs:
+    """Deterministic inputs: normal data, weights scaled like PyTorch's default init."""
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    if w.op == "ms_ssim":
+        x = rng.random(w.x_shape, dtype=f32)
+        # Y: X plus noise, clipped to [0, 1], so the two images are similar but not equal
+        y = np.clip(x + f32(0.1) * rng.standard_normal(w.x_shape, dtype=f32), 0, 1).astype(f32)
+        return Inputs(x=x, y_target=y)
+    fan_in = math.prod(w.w_shape[1:]) if not w.is_transpose else w.w_shape[0] * math.prod(
+        w.w_shape[2:])
+    bound = f32(1.0 / math.sqrt(fan_in))
+    x = rng.standard_normal(w.x_shape, dtype=f32)
+    wt = rng.uniform(-bound, bound, w.w_shape).astype(f32)
+    b = rng.uniform(-bound, bound, (w.c_out,)).astype(f32)
+    gy = rng.standard_normal(w.y_shape(), dtype=f32)
+    return Inputs(x=x, w=wt, b=b, gy=gy)
