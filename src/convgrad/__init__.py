@@ -23,6 +23,8 @@ from .functional.conv import (
 from .profiler import profile
 from .tensor import (
     Tensor,
+    as_tensor,
+    cat,
     concatenate,
     from_numpy,
     ones,
@@ -32,6 +34,29 @@ from .tensor import (
     where,
     zeros,
 )
+from .tensor_functions import (
+    abs,
+    clamp,
+    clip,
+    exp,
+    flatten,
+    log,
+    matmul,
+    max,
+    mean,
+    min,
+    permute,
+    pow,
+    relu,
+    reshape,
+    sigmoid,
+    sqrt,
+    squeeze,
+    sum,
+    tanh,
+    transpose,
+    unsqueeze,
+)
 
 __version__ = "0.1.0"
 
@@ -40,7 +65,10 @@ __all__ = [
     "where", "grad", "no_grad", "enable_grad", "is_grad_enabled", "set_grad_enabled",
     "profile", "functional", "ops", "conv_general", "conv1d", "conv2d", "conv3d",
     "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "workspace_limit",
-    "get_workspace_limit", "set_workspace_limit",
+    "get_workspace_limit", "set_workspace_limit", "cat", "as_tensor",
+    "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean", "min", "permute",
+    "pow", "relu", "reshape", "sigmoid", "sqrt", "squeeze", "sum", "tanh", "transpose",
+    "unsqueeze", "nn", "optim", "metrics", "save", "load",
 ]
 
 

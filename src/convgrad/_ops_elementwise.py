@@ -101,6 +101,11 @@ class Pow(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> tuple:
+        with np.errstate(divide="ignore", invalid="ignore"):  # masked entries may be inf/nan
+            return Pow._grads(ctx, grad)
+
+    @staticmethod
+    def _grads(ctx: Context, grad: Tensor) -> tuple:
         a, b = ctx.inputs
         need_a, need_b = ctx.needs_input_grad
         ga = gb = None

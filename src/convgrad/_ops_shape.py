@@ -123,6 +123,9 @@ class MatMul(Function):
         g2 = grad.unsqueeze(-2) if np.ndim(a) == 1 else grad
         g2 = g2.unsqueeze(-1) if np.ndim(b) == 1 else g2
         # C = A B  =>  dA = dC B^T,  dB = A^T dC  (summed over broadcast batch dims)
-        ga = (g2 @ _transposed(b2)).sum_to_size(np.shape(a2)).reshape(np.shape(a)) if need_a else None
-        gb = (_transposed(a2) @ g2).sum_to_size(np.shape(b2)).reshape(np.shape(b)) if need_b else None
+        ga = gb = None
+        if need_a:
+            ga = (g2 @ _transposed(b2)).sum_to_size(np.shape(a2)).reshape(np.shape(a))
+        if need_b:
+            gb = (_transposed(a2) @ g2).sum_to_size(np.shape(b2)).reshape(np.shape(b))
         return ga, gb

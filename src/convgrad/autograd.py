@@ -49,12 +49,13 @@ def is_grad_enabled() -> bool:
     return _mode.enabled
 
 
-class set_grad_enabled:
-    """Context manager and decorator setting grad mode on or off (per thread)."""
+class _GradModeSwitch:
+    """Base of the grad-mode context managers; each one also works as a decorator."""
 
-    def __init__(self, mode: bool) -> None:
-        self.mode = bool(mode)
-        self._saved: list[bool] = []
+    mode: bool
+
+    def __init__(self, fn: Callable | None = None) -> None:
+        self._saved: list[bool] = []  # a stack, so one object can be re-entered
 
     def __enter__(self) -> None:
         self._saved.append(_mode.enabled)
@@ -68,34 +69,47 @@ class set_grad_enabled:
 
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with set_grad_enabled(mode):
+            with enable_grad() if mode else no_grad():  # fresh per call: thread-safe
                 return fn(*args, **kwargs)
 
         return wrapper
 
 
-class no_grad(set_grad_enabled):
-    """``with no_grad():`` or ``@no_grad()`` (or ``@no_grad``): record nothing."""
+class no_grad(_GradModeSwitch):
+    """``with no_grad():``, ``@no_grad()`` or ``@no_grad``: record nothing."""
+
+    mode = False
 
     def __new__(cls, fn: Callable | None = None):
-        if fn is not None:  # used as a bare decorator
-            return cls()(fn)
-        return super().__new__(cls)
-
-    def __init__(self, fn: Callable | None = None) -> None:
-        super().__init__(False)
+        self = super().__new__(cls)
+        return self if fn is None else self(fn)  # bare decorator: no_grad(fn)
 
 
-class enable_grad(set_grad_enabled):
-    """``with enable_grad():`` or ``@enable_grad()`` (or ``@enable_grad``): record again."""
+class enable_grad(_GradModeSwitch):
+    """``with enable_grad():``, ``@enable_grad()`` or ``@enable_grad``: record again."""
+
+    mode = True
 
     def __new__(cls, fn: Callable | None = None):
-        if fn is not None:
-            return cls()(fn)
-        return super().__new__(cls)
+        self = super().__new__(cls)
+        return self if fn is None else self(fn)
 
-    def __init__(self, fn: Callable | None = None) -> None:
-        super().__init__(True)
+
+class set_grad_enabled(_GradModeSwitch):
+    """Set grad mode at once, as torch does: a plain call, a context manager (restoring the
+    previous mode on exit) or a decorator."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = bool(mode)
+        self._saved = [_mode.enabled]
+        _mode.enabled = self.mode
+
+    def __enter__(self) -> None:  # the mode was set by __init__
+        pass
+
+    def __call__(self, fn: Callable) -> Callable:
+        _mode.enabled = self._saved.pop()  # decorating must not change the mode now
+        return super().__call__(fn)
 
 
 # ----------------------------------------------------------------------------- graph nodes
@@ -303,14 +317,20 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
             if g is None:
                 continue
             grads = _call_rule(node, out, g, needs)
-            for i, (inp, need, gi) in enumerate(zip(node.inputs, needs, grads)):
-                if not need or gi is None:
+            for i, inp in enumerate(node.inputs):
+                gi = grads[i]
+                if gi is None or not needs[i]:
                     continue
-                gi = _check_grad(node, i, inp, gi)
-                if inp.grad_fn is None:
+                if type(gi) is not Tensor or gi.data.shape != inp.data.shape or (
+                        gi.data.dtype != inp.data.dtype):  # else the common case: all fine
+                    gi = _check_grad(node, i, inp, gi)
+                parent = inp.grad_fn
+                if parent is None:
                     _deliver(inp, gi, targets, create_graph)
+                elif parent in pending:
+                    pending[parent] = add(pending[parent], gi)
                 else:
-                    pending[inp.grad_fn] = add(pending.get(inp.grad_fn), gi)
+                    pending[parent] = gi
             if not retain_graph:
                 node._free()
     finally:
@@ -318,6 +338,7 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
 
 
 def _call_rule(node: Context, out: Tensor, g: Tensor, needs: tuple) -> tuple:
+    """Run the node's rule with ``ctx.output`` set and ``needs_input_grad`` = ``needs``."""
     recorded_needs = node.needs_input_grad
     node.needs_input_grad, node.output = needs, out
     try:
@@ -344,8 +365,7 @@ def _nodes_leading_to(targets: dict[int, Any], order: list[tuple[Context, Tensor
 
 
 def _check_grad(node: Context, i: int, inp: Tensor, g: Any) -> Tensor:
-    if type(g) is Tensor and g.data.shape == inp.data.shape and g.data.dtype == inp.data.dtype:
-        return g
+    """Wrap an ndarray gradient, check its shape and cast it to the input's dtype."""
     if not isinstance(g, Tensor):
         g = Tensor._wrap(_float_array(g))
     if g.shape != inp.shape:

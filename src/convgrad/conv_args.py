@@ -103,7 +103,8 @@ def conv_spec(nd: int, w_shape: tuple, stride: Any, padding: Any, dilation: Any,
         elif padding == "same":
             if any(s != 1 for s in stride_t):
                 raise ValueError(
-                    f"{fn}: padding='same' is not supported for stride={stride!r}; it needs stride 1"
+                    f"{fn}: padding='same' is not supported for stride={stride!r}; "
+                    "it needs stride 1"
                 )
             total = [dil[d] * (w_shape[2 + d] - 1) for d in range(nd)]
             pads = tuple((t // 2, t - t // 2) for t in total)

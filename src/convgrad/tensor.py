@@ -81,7 +81,10 @@ def _dims(who: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
     """Normalise ``dim`` (None, an int or a sequence of ints, negatives allowed)."""
     if dim is None:
         return None
-    dims = (dim,) if isinstance(dim, int | np.integer) else tuple(dim)
+    try:
+        dims = (dim,) if isinstance(dim, int | np.integer) else tuple(dim)
+    except TypeError:
+        raise TypeError(f"{who}: dim={dim!r} must be an int or a tuple of ints") from None
     out = []
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, int | np.integer):
@@ -97,7 +100,9 @@ def _dims(who: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
 
 def _dim(who: str, dim: Any, ndim: int) -> int:
     """Normalise one dim index (negative allowed)."""
-    return _dims(who, (dim,), ndim)[0]
+    if isinstance(dim, bool) or not isinstance(dim, int | np.integer):
+        raise TypeError(f"{who}: dim={dim!r} must be an int")
+    return _dims(who, dim, ndim)[0]
 
 
 def _alias(who: str, name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
@@ -111,7 +116,8 @@ def _alias(who: str, name: str, value: Any, alias: str, alias_value: Any, defaul
 
 def _shape_arg(shape: tuple) -> tuple:
     """Accept ``f(2, 3)`` and ``f((2, 3))``."""
-    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], Sequence) else shape
+    return (tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], Sequence | np.ndarray)
+            else shape)
 
 
 def _resolve_shape(who: str, shape: tuple, size: int) -> tuple[int, ...]:

@@ -148,6 +148,9 @@ def _prepare(x, weight, bias, nd: int, fn: str):
             f"{fn}: input must have {nd + 2} dims (N, C, {nd} spatial) or {nd + 1} (unbatched), "
             f"got shape {tuple(x.shape)}"
         )
+    if 0 in x.shape[2:]:  # as torch: only the batch and channel dims may be empty
+        raise ValueError(f"{fn}: input of shape {tuple(x.shape)} has a zero-length spatial "
+                         "dim; expected every spatial dim >= 1")
     return x, weight, bias, unbatched
 
 
@@ -177,13 +180,33 @@ def conv_general(x, weight, bias=None, *, stride=1, padding=0, kernel_dilation=1
     return _run(x, weight, bias, spec, unbatched, fn)
 
 
+def _check_mode_pads(x_shape: tuple, pads: tuple, padding: Any, mode: str, fn: str) -> None:
+    """torch's limits: reflect pads < the input size, circular pads <= it."""
+    if mode == "replicate":
+        return
+    for d, (lo, hi) in enumerate(pads):
+        n = x_shape[2 + d]
+        if max(lo, hi) > (n - 1 if mode == "reflect" else n):
+            rel = "<" if mode == "reflect" else "<="
+            raise ValueError(
+                f"{fn}: padding={padding!r} (pads {(lo, hi)} in spatial dim {d}) with "
+                f"padding_mode={mode!r} must be {rel} the input size {n} there "
+                f"(input shape {tuple(x_shape)})"
+            )
+
+
 def _conv_nd(nd: int, fn: str, x, weight, bias, stride, padding, dilation, groups, padding_mode):
     x, weight, bias, unbatched = _prepare(x, weight, bias, nd, fn)
     spec, mode_pads = conv_spec(nd, weight.shape, stride, padding, dilation, groups,
                                 padding_mode, fn)
+    if weight.shape[0] == 0:  # as torch (conv_general allows it)
+        raise ValueError(f"{fn}: weight of shape {tuple(weight.shape)} has C_out=0; "
+                         "expected C_out >= 1")
     if mode_pads is not None and any(lo or hi for lo, hi in mode_pads):
+        _check_mode_pads(x.shape, mode_pads, padding, padding_mode, fn)
         flat = tuple(v for lo_hi in reversed(mode_pads) for v in lo_hi)  # last dim first
-        x = _pad(x, flat, mode=padding_mode)
+        # an empty batch (or C_in = 0) reads no value: pad it with zeros, which any size allows
+        x = _pad(x, flat, mode=padding_mode if x.size else "constant")
     return _run(x, weight, bias, spec, unbatched, fn)
 
 
@@ -211,6 +234,9 @@ def _conv_transpose_nd(nd: int, fn: str, x, weight, bias, stride, padding, outpu
     spec = transpose_spec(nd, weight.shape, stride, padding, output_padding, groups, dilation, fn)
     c_in, og, *k = weight.shape
     g = spec.groups
+    if c_in == 0 or og == 0:  # as torch (conv_general allows it)
+        raise ValueError(f"{fn}: weight of shape {tuple(weight.shape)} (C_in, C_out/groups, "
+                         "*kernel) has no channels; expected C_in >= 1 and C_out/groups >= 1")
     if x.shape[1] != c_in:
         raise ValueError(f"{fn}: weight.shape[0]={c_in} must equal C_in={x.shape[1]} "
                          f"(input shape {tuple(x.shape)})")

@@ -16,7 +16,7 @@ __all__ = ["cross_entropy", "l1_loss", "mse_loss"]
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def _reduce(who: str, loss: Tensor, reduction: str) -> Tensor:
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
@@ -44,13 +44,13 @@ def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     """(input - target)^2, averaged (``"mean"``), summed or elementwise (``"none"``)."""
     input, target = _pair("mse_loss", input, target, reduction)
     diff = input - target
-    return _reduce("mse_loss", diff * diff, reduction)
+    return _reduce(diff * diff, reduction)
 
 
 def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
     """|input - target|, averaged (``"mean"``), summed or elementwise (``"none"``)."""
     input, target = _pair("l1_loss", input, target, reduction)
-    return _reduce("l1_loss", (input - target).abs(), reduction)
+    return _reduce((input - target).abs(), reduction)
 
 
 def _class_indices(target: Any, classes: int, shape: tuple) -> np.ndarray:
@@ -83,7 +83,7 @@ def cross_entropy(input: Any, target: Any, reduction: str = "mean", *,
     logp = log_softmax(input, dim)
     if isinstance(target, Tensor | np.ndarray) and target.shape == input.shape and (
             np.asarray(target.data if isinstance(target, Tensor) else target).dtype.kind == "f"):
-        return _reduce("cross_entropy", -(logp * target).sum(dim), reduction)  # probabilities
+        return _reduce(-(logp * target).sum(dim), reduction)  # probabilities
 
     classes = input.shape[dim]
     t = _class_indices(target, classes, input.shape[:dim] + input.shape[dim + 1:])
@@ -97,4 +97,4 @@ def cross_entropy(input: Any, target: Any, reduction: str = "mean", *,
     loss = -picked if keep.all() else -picked * keep.astype(logp.dtype)
     if reduction == "mean":
         return loss.sum() / int(keep.sum())
-    return _reduce("cross_entropy", loss, reduction)
+    return _reduce(loss, reduction)

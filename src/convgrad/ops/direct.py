@@ -27,12 +27,18 @@ except ImportError:  # pragma: no cover
 _kernels: dict = {}
 
 
-def _compile():
-    if "rows" in _kernels:
-        return _kernels
-    njit, prange = numba.njit, numba.prange
+# below this many multiply-adds the loops run on one thread (waking threads costs more)
+PARALLEL_MIN_FMAS = 1 << 18
 
-    @njit(parallel=True, cache=True, fastmath=False)
+
+def _compile(parallel: bool):
+    key = "parallel" if parallel else "serial"
+    if key in _kernels:
+        return _kernels[key]
+    njit = numba.njit
+    prange = numba.prange if parallel else range
+
+    @njit(parallel=parallel, cache=True, fastmath=False)
     def rows(slab, w, out, row, tap, step):
         B, G, C, _ = slab.shape
         O, T = w.shape[1], w.shape[3]
@@ -59,7 +65,7 @@ def _compile():
                 out[b, g, o, r, :] = acc
         return out
 
-    @njit(parallel=True, cache=True, fastmath=True)
+    @njit(parallel=parallel, cache=True, fastmath=True)
     def taps(slab, w, out, row, tap_rows, kl, kstep, step):
         # tap t = tr * kl + i; taps of one kernel row are kstep apart in the slab
         B, G, C, _ = slab.shape
@@ -81,8 +87,8 @@ def _compile():
                     out[b, g, o, r, j] = acc
         return out
 
-    _kernels["rows"], _kernels["taps"] = rows, taps
-    return _kernels
+    _kernels[key] = {"rows": rows, "taps": taps}
+    return _kernels[key]
 
 
 def _offsets(shape: tuple, steps: tuple, extents: tuple) -> np.ndarray:
@@ -98,9 +104,9 @@ def _offsets(shape: tuple, steps: tuple, extents: tuple) -> np.ndarray:
 def direct_conv(slab: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple,
                 dil: tuple) -> None:
     """``out`` (B, G, O, *P) from a padded contiguous ``slab`` (B, G, C, *S), w (G, O, C, *K)."""
-    k = _compile()
     B, G, C, *S = slab.shape
     O, K, P = w.shape[1], w.shape[3:], out.shape[3:]
+    k = _compile(B * G * O * C * int(np.prod(K)) * int(np.prod(P)) >= PARALLEL_MIN_FMAS)
     nd = len(P)
     dtype = out.dtype
     slab_f = slab.reshape(B, G, C, -1)

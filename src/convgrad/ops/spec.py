@@ -67,7 +67,8 @@ class ConvSpec:
             isinstance(p, tuple | list) and len(p) == 2 and all(_is_int(v) for v in p) for p in pad
         ):
             raise TypeError(
-                f"ConvSpec: padding={pad!r} must be a tuple of (lo, hi) int pairs, one per spatial dim"
+                f"ConvSpec: padding={pad!r} must be a tuple of (lo, hi) int pairs, "
+                "one per spatial dim"
             )
         pad = tuple((int(lo), int(hi)) for lo, hi in pad)
         nd = len(stride)

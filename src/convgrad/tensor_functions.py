@@ -1,0 +1,102 @@
+"""Function forms of the Tensor methods (``cg.exp(x)`` is ``x.exp()``), for re-export.
+
+Each accepts a Tensor or anything ``tensor()`` accepts (then a constant).  These names
+shadow Python builtins (``sum``, ``max``, ``min``, ``abs``, ``pow``), so they live in a
+module of their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from convgrad.tensor import Tensor, as_tensor
+
+__all__ = [
+    "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean", "min", "permute",
+    "pow", "relu", "reshape", "sigmoid", "sqrt", "squeeze", "sum", "tanh", "transpose",
+    "unsqueeze",
+]
+
+
+def sum(x: Any, dim: Any = None, keepdim: bool | None = None, **aliases: Any) -> Tensor:
+    return as_tensor(x).sum(dim, keepdim, **aliases)
+
+
+def mean(x: Any, dim: Any = None, keepdim: bool | None = None, **aliases: Any) -> Tensor:
+    return as_tensor(x).mean(dim, keepdim, **aliases)
+
+
+def max(x: Any, dim: Any = None, keepdim: bool | None = None, **aliases: Any) -> Tensor:
+    """Values only; see :meth:`Tensor.max` for how ties share the gradient."""
+    return as_tensor(x).max(dim, keepdim, **aliases)
+
+
+def min(x: Any, dim: Any = None, keepdim: bool | None = None, **aliases: Any) -> Tensor:
+    return as_tensor(x).min(dim, keepdim, **aliases)
+
+
+def reshape(x: Any, *shape: Any) -> Tensor:
+    return as_tensor(x).reshape(*shape)
+
+
+def transpose(x: Any, dim0: int, dim1: int) -> Tensor:
+    return as_tensor(x).transpose(dim0, dim1)
+
+
+def permute(x: Any, *dims: Any) -> Tensor:
+    return as_tensor(x).permute(*dims)
+
+
+def flatten(x: Any, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    return as_tensor(x).flatten(start_dim, end_dim)
+
+
+def squeeze(x: Any, dim: Any = None) -> Tensor:
+    return as_tensor(x).squeeze(dim)
+
+
+def unsqueeze(x: Any, dim: int) -> Tensor:
+    return as_tensor(x).unsqueeze(dim)
+
+
+def exp(x: Any) -> Tensor:
+    return as_tensor(x).exp()
+
+
+def log(x: Any) -> Tensor:
+    return as_tensor(x).log()
+
+
+def sqrt(x: Any) -> Tensor:
+    return as_tensor(x).sqrt()
+
+
+def abs(x: Any) -> Tensor:
+    return as_tensor(x).abs()
+
+
+def clip(x: Any, min: Any = None, max: Any = None) -> Tensor:
+    return as_tensor(x).clip(min, max)
+
+
+clamp = clip
+
+
+def pow(x: Any, exponent: Any) -> Tensor:
+    return as_tensor(x).pow(exponent)
+
+
+def matmul(a: Any, b: Any) -> Tensor:
+    return as_tensor(a) @ b
+
+
+def relu(x: Any) -> Tensor:
+    return as_tensor(x).relu()
+
+
+def sigmoid(x: Any) -> Tensor:
+    return as_tensor(x).sigmoid()
+
+
+def tanh(x: Any) -> Tensor:
+    return as_tensor(x).tanh()
