@@ -26,7 +26,7 @@ from .._config import get_workspace_limit
 FOLD_BATCH_BELOW = 512
 # Chunks aim at this many bytes (cache-sized: the patch copy stays in cache for the GEMM);
 # the workspace limit, if smaller, wins.
-CHUNK_TARGET_BYTES = 8 * 2**20
+CHUNK_TARGET_BYTES = 4 * 2**20
 
 
 def _slab_extent(pc: int, kc: int, s: int, d: int) -> int:
@@ -74,8 +74,11 @@ def im2col_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo
         out[...] = 0
         return 0
     dtype = out.dtype
-    chunk = plan_chunks(B, G, C, O, tuple(P), tuple(K), stride, dil, dtype.itemsize,
-                        min(get_workspace_limit(), CHUNK_TARGET_BYTES))
+    # small outputs fold the batch into wide GEMMs: those want the whole workspace
+    budget = get_workspace_limit()
+    if prod(P) >= FOLD_BATCH_BELOW:
+        budget = min(budget, CHUNK_TARGET_BYTES)
+    chunk = plan_chunks(B, G, C, O, tuple(P), tuple(K), stride, dil, dtype.itemsize, budget)
     nb_c, p_c, k_c = chunk[0], chunk[1:1 + nd], chunk[1 + nd:]
     k_starts = list(itertools.product(*(range(0, K[i], k_c[i]) for i in range(nd))))
     flops = 0
