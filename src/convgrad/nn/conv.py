@@ -202,18 +202,18 @@ class _ConvTranspose(_ConvNd):
 
 
 class ConvTranspose1d(_ConvTranspose):
-    """1-D transposed convolution, ``torch.nn.ConvTranspose1d``: weight (C_in, C_out / groups, K)."""
+    """1-D transposed convolution, ``torch.nn.ConvTranspose1d``: weight (C_in, C_out/G, K)."""
 
     _nd = 1
 
 
 class ConvTranspose2d(_ConvTranspose):
-    """2-D transposed convolution, ``torch.nn.ConvTranspose2d``: weight (C_in, C_out/groups, KH, KW)."""
+    """2-D transposed convolution, ``torch.nn.ConvTranspose2d``: weight (C_in, C_out/G, KH, KW)."""
 
     _nd = 2
 
 
 class ConvTranspose3d(_ConvTranspose):
-    """3-D transposed convolution, ``torch.nn.ConvTranspose3d``."""
+    """3-D transposed convolution, ``torch.nn.ConvTranspose3d``: weight (C_in, C_out/G, *K)."""
 
     _nd = 3
