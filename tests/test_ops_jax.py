@@ -224,15 +224,20 @@ def test_sweep_covers_what_it_claims():
     assert sum(c.w[0, 0].size > 1 for c in CASES) >= 0.8 * len(CASES)
 
 
-@pytest.fixture(params=["im2col", "direct"])
+@pytest.fixture(params=["im2col", "direct", "scatter"])
 def algorithm(request, monkeypatch):
-    """Run under each dense-convolution algorithm the dispatcher can pick.
+    """Run under each algorithm the dispatcher can pick.
 
     (With the default dispatch every group of this sweep is small enough for the direct
-    loops, so "direct" is also the default path here.)
+    loops, so "direct" is also the default path here.)  "scatter" is used for every
+    unit-stride convolution (the others fall back to im2col).
     """
-    if request.param == "im2col":  # documented switch: no Numba direct loops
+    if request.param in ("im2col", "scatter"):  # documented switch: no Numba direct loops
         monkeypatch.setenv("CONVGRAD_DISABLE_NUMBA", "1")
+        force = request.param == "scatter"
+        monkeypatch.setattr(dispatch, "use_scatter",
+                            lambda C, O, stride, idil: force and all(s == 1 for s in stride))
+        monkeypatch.setattr(dispatch, "DIRECT_MAX_CHANNEL_PRODUCT", 0)
     elif request.param == "direct":  # every group small enough for the direct loops
         if dispatch is None or not getattr(getattr(dispatch, "direct", None), "HAVE_NUMBA", 0):
             pytest.skip("no Numba direct kernels in this build")

@@ -24,13 +24,10 @@ gradient.
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from ..profiler import record
-from .dispatch import dense_conv
-from .polyphase import covers_all, phases
+from .dispatch import general_conv
 from .spec import ConvSpec, _is_int, check_float_array
 
 __all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad",
@@ -41,24 +38,10 @@ def grouped_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple,
                  lo: tuple, kdil: tuple, idil: tuple) -> tuple[int, str]:
     """General (unflipped) convolution on grouped views, written into ``out``.
 
-    x (B, G, C, *L), w (G, O, C, *K), out (B, G, O, *P).  Input dilation is
-    decomposed into dense convolutions by :func:`.polyphase.phases`.
+    x (B, G, C, *L), w (G, O, C, *K), out (B, G, O, *P); the algorithm is chosen by
+    :func:`.dispatch.general_conv`.  Returns (FLOPs, algorithm name).
     """
-    nd = len(stride)
-    K, P = w.shape[3:], out.shape[3:]
-    per_dim = [phases(K[d], P[d], stride[d], lo[d], kdil[d], idil[d]) for d in range(nd)]
-    if not all(covers_all(per_dim[d], P[d]) for d in range(nd)):
-        out[...] = 0
-    flops, algos = 0, set()
-    for combo in itertools.product(*per_dim):
-        sub_w = w[(Ellipsis, *(ph.tap_slice() for ph in combo))]
-        sub_out = out[(Ellipsis, *(ph.out_slice() for ph in combo))]
-        f, algo = dense_conv(x, sub_w, sub_out, tuple(ph.stride for ph in combo),
-                             tuple(-ph.base for ph in combo),
-                             tuple(ph.dilation for ph in combo))
-        flops += f
-        algos.add(algo)
-    return flops, "+".join(sorted(algos)) + ("/polyphase" if any(i > 1 for i in idil) else "")
+    return general_conv(x, w, out, stride, lo, kdil, idil)
 
 
 def _spatial_flip(a: np.ndarray, nd: int) -> np.ndarray:

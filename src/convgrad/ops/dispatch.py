@@ -1,8 +1,11 @@
-"""The one place that chooses a dense-convolution algorithm per shape.
+"""The one place that chooses a convolution algorithm per shape.
 
-Every convolution kernel reduces (through :mod:`.polyphase`) to dense convolutions
-``out[b,g,o,p] = sum_{c,k} x[b,g,c,p*s+k*d-lo] * w[g,o,c,k]``; this module picks how
-each one is computed.  Adding an algorithm touches this module only.
+Every kernel of :mod:`.conv` lands in :func:`general_conv` on grouped views.  A
+unit-stride convolution with fewer output than input channels (an input gradient, a
+transposed convolution) is computed by ``scatter`` (multiply, then add onto the output
+lattice).  Otherwise input dilation is split by :mod:`.polyphase` into dense
+convolutions ``out[b,g,o,p] = sum_{c,k} x[b,g,c,p*s+k*d-lo] * w[g,o,c,k]``, each
+computed by:
 
 * ``direct`` (Numba loops over a padded slab): groups with few channels, where a
   patch matrix would cost more to build than to multiply (depthwise, SSIM windows);
@@ -11,6 +14,7 @@ each one is computed.  Adding an algorithm touches this module only.
 
 from __future__ import annotations
 
+import itertools
 import os
 from math import prod
 
@@ -19,6 +23,8 @@ import numpy as np
 from .._config import get_workspace_limit
 from . import direct
 from .im2col import im2col_conv, padded_slab
+from .polyphase import covers_all, phases
+from .scatter import scatter_conv
 
 # a group this small (input x output channels) goes to the direct loops
 DIRECT_MAX_CHANNEL_PRODUCT = 16
@@ -70,3 +76,36 @@ def dense_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo:
     if algo == "direct" and x.shape[0] and x.shape[2] and all(x.shape[3:]):
         return _direct_conv(x, w, out, stride, lo, dil), algo
     return im2col_conv(x, w, out, stride, lo, dil), "im2col"
+
+
+def use_scatter(C: int, O: int, stride: tuple, idil: tuple) -> bool:
+    """Scatter needs unit stride; it pays when the output has fewer channels (O*K rows
+    instead of C*K) or when input dilation would otherwise split the work in phases."""
+    if any(s != 1 for s in stride):
+        return False
+    return 4 * O <= C or (O < C and any(d > 1 for d in idil))
+
+
+def general_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo: tuple,
+                 kdil: tuple, idil: tuple) -> tuple[int, str]:
+    """Convolution with input dilation on grouped views (see the module docstring)."""
+    nd = len(stride)
+    C, O = x.shape[2], w.shape[1]
+    if out.size == 0:
+        return 0, "none"
+    if use_scatter(C, O, stride, idil) and C * O > DIRECT_MAX_CHANNEL_PRODUCT:
+        return scatter_conv(x, w, out, lo, kdil, idil), "scatter"
+    K, P = w.shape[3:], out.shape[3:]
+    per_dim = [phases(K[d], P[d], stride[d], lo[d], kdil[d], idil[d]) for d in range(nd)]
+    if not all(covers_all(per_dim[d], P[d]) for d in range(nd)):
+        out[...] = 0
+    flops, algos = 0, set()
+    for combo in itertools.product(*per_dim):
+        sub_w = w[(Ellipsis, *(ph.tap_slice() for ph in combo))]
+        sub_out = out[(Ellipsis, *(ph.out_slice() for ph in combo))]
+        f, algo = dense_conv(x, sub_w, sub_out, tuple(ph.stride for ph in combo),
+                             tuple(-ph.base for ph in combo),
+                             tuple(ph.dilation for ph in combo))
+        flops += f
+        algos.add(algo)
+    return flops, "+".join(sorted(algos)) + ("/polyphase" if any(i > 1 for i in idil) else "")
