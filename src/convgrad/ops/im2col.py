@@ -120,11 +120,15 @@ def _chunk(x, w, out_view, stride, lo, dil, p0, pc, k0, kc, accumulate) -> int:
     nd = len(pc)
     start = [p0[i] * stride[i] + k0[i] * dil[i] - lo[i] for i in range(nd)]
     ext = [_slab_extent(pc[i], kc[i], stride[i], dil[i]) for i in range(nd)]
-    slab = padded_slab(x, start, ext, out_view.dtype)
+    flat = (nd >= 2 and all(v == 1 for v in stride) and prod(pc) >= FOLD_BATCH_BELOW
+            and kc[-1] <= pc[-1])
+    slab = padded_slab(x, start, ext, out_view.dtype, contiguous=flat)
     if slab is None:  # the chunk reads only padding
         if not accumulate:
             out_view[...] = 0
         return 0
+    if flat:
+        return _flat_chunk(slab, w, out_view, dil, k0, kc, pc, accumulate)
     st = slab.strides
     patches = as_strided(
         slab,
@@ -181,3 +185,37 @@ def _flat_view(out_view: np.ndarray, npix: int) -> np.ndarray | None:
             return None
         step *= n
     return as_strided(out_view, shape=(*shape[:3], npix), strides=(*strides[:3], out_view.itemsize))
+
+
+def _flat_chunk(slab, w, out_view, dil, k0, kc, pc, accumulate) -> int:
+    """Unit stride: every tap reads one contiguous run of the flattened slab.
+
+    Outputs are computed on the slab's own grid (row pitch = slab width), so for tap k
+    the patch row is ``slab_flat[c, off(k) : off(k) + Q]``: the patch copy moves long
+    runs, and the few outputs that fall in the pitch's gap are computed and dropped.
+    """
+    nb, G, C, *E = slab.shape
+    O = w.shape[1]
+    nd = len(pc)
+    item = slab.itemsize
+    pitch = [prod(E[d + 1:]) for d in range(nd)]  # flattened strides of the slab, elements
+    Q = sum((pc[d] - 1) * pitch[d] for d in range(nd)) + 1
+    st = slab.strides
+    patches = as_strided(slab, shape=(nb, G, C, *kc, Q),
+                         strides=(st[0], st[1], st[2], *(dil[d] * pitch[d] * item
+                                                         for d in range(nd)), item),
+                         writeable=False)
+    wk = w[(Ellipsis, *(slice(k0[i], k0[i] + kc[i]) for i in range(nd)))]
+    ck = C * prod(kc)
+    w2 = wk.reshape(G, O, ck).astype(out_view.dtype, copy=False)
+    cols = patches.reshape(nb, G, ck, Q)
+    res = np.empty((nb, G, O, Q), dtype=out_view.dtype)
+    for b in range(nb):
+        for g in range(G):
+            np.matmul(w2[g], cols[b, g], out=res[b, g])
+    rs = res.strides
+    grid = as_strided(res, shape=(nb, G, O, *pc),
+                      strides=(rs[0], rs[1], rs[2], *(pitch[d] * item for d in range(nd))),
+                      writeable=False)
+    _store(out_view, grid, accumulate)
+    return 2 * nb * G * O * ck * prod(pc)
