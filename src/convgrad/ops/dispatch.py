@@ -93,7 +93,8 @@ def general_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, l
     C, O = x.shape[2], w.shape[1]
     if out.size == 0:
         return 0, "none"
-    if use_scatter(C, O, stride, idil) and C * O > DIRECT_MAX_CHANNEL_PRODUCT:
+    one_tap = prod(w.shape[3:]) == 1 and all(d == 1 for d in idil)  # a plain GEMM already
+    if use_scatter(C, O, stride, idil) and C * O > DIRECT_MAX_CHANNEL_PRODUCT and not one_tap:
         return scatter_conv(x, w, out, lo, kdil, idil), "scatter"
     K, P = w.shape[3:], out.shape[3:]
     per_dim = [phases(K[d], P[d], stride[d], lo[d], kdil[d], idil[d]) for d in range(nd)]

@@ -122,11 +122,14 @@ def _chunk(x, w, out_view, stride, lo, dil, p0, pc, k0, kc, accumulate) -> int:
     ext = [_slab_extent(pc[i], kc[i], stride[i], dil[i]) for i in range(nd)]
     flat = (nd >= 2 and all(v == 1 for v in stride) and prod(pc) >= FOLD_BATCH_BELOW
             and kc[-1] <= pc[-1])
-    slab = padded_slab(x, start, ext, out_view.dtype, contiguous=flat)
+    slab = padded_slab(x, start, ext, out_view.dtype)
     if slab is None:  # the chunk reads only padding
         if not accumulate:
             out_view[...] = 0
         return 0
+    if flat and (slab.strides[-1] != slab.itemsize
+                 or any(v % slab.itemsize for v in slab.strides[3:])):
+        slab = np.ascontiguousarray(slab)
     if flat:
         return _flat_chunk(slab, w, out_view, dil, k0, kc, pc, accumulate)
     st = slab.strides
@@ -190,15 +193,15 @@ def _flat_view(out_view: np.ndarray, npix: int) -> np.ndarray | None:
 def _flat_chunk(slab, w, out_view, dil, k0, kc, pc, accumulate) -> int:
     """Unit stride: every tap reads one contiguous run of the flattened slab.
 
-    Outputs are computed on the slab's own grid (row pitch = slab width), so for tap k
+    Outputs are computed on the slab's own grid (its row pitch), so for tap k
     the patch row is ``slab_flat[c, off(k) : off(k) + Q]``: the patch copy moves long
     runs, and the few outputs that fall in the pitch's gap are computed and dropped.
     """
-    nb, G, C, *E = slab.shape
+    nb, G, C = slab.shape[:3]
     O = w.shape[1]
     nd = len(pc)
     item = slab.itemsize
-    pitch = [prod(E[d + 1:]) for d in range(nd)]  # flattened strides of the slab, elements
+    pitch = [v // item for v in slab.strides[3:]]  # the slab's spatial strides, in elements
     Q = sum((pc[d] - 1) * pitch[d] for d in range(nd)) + 1
     st = slab.strides
     patches = as_strided(slab, shape=(nb, G, C, *kc, Q),
