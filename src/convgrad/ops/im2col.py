@@ -15,12 +15,14 @@ workspace.  Chunking over K (only for extreme dilations) accumulates partial sum
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from math import prod
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .._config import get_workspace_limit
+from .parallel import num_threads, run_chunks
 
 # Below this many output positions per image, fold the batch into one GEMM.
 FOLD_BATCH_BELOW = 512
@@ -75,24 +77,30 @@ def im2col_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo
         return 0
     dtype = out.dtype
     # small outputs fold the batch into wide GEMMs: those want the whole workspace
-    budget = get_workspace_limit()
+    budget = get_workspace_limit() // num_threads()  # chunks run concurrently
     if prod(P) >= FOLD_BATCH_BELOW:
         budget = min(budget, CHUNK_TARGET_BYTES)
     chunk = plan_chunks(B, G, C, O, tuple(P), tuple(K), stride, dil, dtype.itemsize, budget)
     nb_c, p_c, k_c = chunk[0], chunk[1:1 + nd], chunk[1 + nd:]
+    p_starts = list(itertools.product(*(range(0, P[i], p_c[i]) for i in range(nd))))
+    workers = num_threads()
+    if len(p_starts) * -(-B // nb_c) < workers and B > 1:  # keep every worker busy
+        nb_c = -(-B // workers)
     k_starts = list(itertools.product(*(range(0, K[i], k_c[i]) for i in range(nd))))
-    flops = 0
-    for b0 in range(0, B, nb_c):
+
+    def task(b0: int, p0: tuple) -> int:
         b1 = min(B, b0 + nb_c)
-        for p0 in itertools.product(*(range(0, P[i], p_c[i]) for i in range(nd))):
-            pc = tuple(min(p_c[i], P[i] - p0[i]) for i in range(nd))
-            out_view = out[(slice(b0, b1), slice(None), slice(None),
-                            *(slice(p0[i], p0[i] + pc[i]) for i in range(nd)))]
-            for j, k0 in enumerate(k_starts):
-                kc = tuple(min(k_c[i], K[i] - k0[i]) for i in range(nd))
-                flops += _chunk(x[b0:b1], w, out_view, stride, lo, dil, p0, pc, k0, kc,
-                                accumulate=j > 0)
-    return flops
+        pc = tuple(min(p_c[i], P[i] - p0[i]) for i in range(nd))
+        out_view = out[(slice(b0, b1), slice(None), slice(None),
+                        *(slice(p0[i], p0[i] + pc[i]) for i in range(nd)))]
+        flops = 0
+        for j, k0 in enumerate(k_starts):  # partial sums over taps: in order, in one task
+            kc = tuple(min(k_c[i], K[i] - k0[i]) for i in range(nd))
+            flops += _chunk(x[b0:b1], w, out_view, stride, lo, dil, p0, pc, k0, kc,
+                            accumulate=j > 0)
+        return flops
+
+    return run_chunks([partial(task, b0, p0) for b0 in range(0, B, nb_c) for p0 in p_starts])
 
 
 def padded_slab(x: np.ndarray, start: list, ext: list, dtype, contiguous: bool = False):

@@ -17,11 +17,13 @@ multiplied.  Chunks over (batch, first input dim) keep ``cols`` inside the works
 from __future__ import annotations
 
 import itertools
+from functools import partial
 from math import prod
 
 import numpy as np
 
 from .._config import get_workspace_limit
+from .parallel import num_threads, run_chunks
 
 
 def _tap_range(k: int, dk: int, lo: int, di: int, i0: int, i1: int, n_out: int):
@@ -46,11 +48,13 @@ def scatter_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, lo: tuple, kdil:
     wt = np.ascontiguousarray(
         np.moveaxis(w.reshape(G, O, C, nk), 3, 2).reshape(G, O * nk, C), dtype=dtype)
     row = O * nk * prod(L[1:]) * dtype.itemsize  # cols bytes per sample and first-dim row
-    rows = max(1, get_workspace_limit() // 2 // max(row, 1))
+    rows = max(1, get_workspace_limit() // 2 // num_threads() // max(row, 1))
     nb = max(1, min(B, rows // L[0])) if rows >= L[0] else 1
     step0 = L[0] if rows >= L[0] else rows
+    nb = min(nb, -(-B // num_threads()))  # one batch chunk per worker at least
     taps = list(itertools.product(*(range(k) for k in K)))
-    for b0 in range(0, B, nb):
+
+    def task(b0: int) -> int:  # batch chunks write disjoint outputs
         b1 = min(B, b0 + nb)
         for i0 in range(0, L[0], step0):
             i1 = min(L[0], i0 + step0)
@@ -74,4 +78,6 @@ def scatter_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, lo: tuple, kdil:
                 else:
                     out[(slice(b0, b1), slice(None), slice(None), *dst)] += \
                         cols[(slice(None), slice(None), slice(None), t, *src)]
-    return 2 * B * G * O * C * nk * prod(L)
+        return 2 * (b1 - b0) * G * O * C * nk * prod(L)
+
+    return run_chunks([partial(task, b0) for b0 in range(0, B, nb)])

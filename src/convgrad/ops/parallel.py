@@ -1,0 +1,95 @@
+"""Chunk-level parallelism: independent chunks on a small thread pool, BLAS on one thread.
+
+Each kernel splits its work into chunks that write disjoint parts of the output.
+Running those chunks on ``n`` Python threads (NumPy releases the GIL in copies and
+matrix products), each calling single-threaded BLAS, parallelises the patch copies as
+well as the products, and degrades gracefully when other processes share the cores:
+a multi-threaded BLAS synchronises its threads on every call and stalls badly when
+one of them is descheduled.  ``CONVGRAD_NUM_THREADS`` sets ``n`` (default: the
+usable cores).  Without threadpoolctl the chunks run in order on the caller's thread
+and BLAS keeps its own threading.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+_state: dict = {}
+_lock = threading.Lock()
+_depth = threading.local()
+
+
+def num_threads() -> int:
+    """Worker threads for convolution chunks (``CONVGRAD_NUM_THREADS`` or usable cores)."""
+    env = os.environ.get("CONVGRAD_NUM_THREADS", "")
+    if env.strip().isdigit() and int(env) >= 1:
+        return int(env)
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _blas_controllers() -> list | None:
+    with _lock:
+        if "blas" not in _state:
+            try:
+                from threadpoolctl import ThreadpoolController
+
+                _state["blas"] = list(ThreadpoolController().select(user_api="blas")
+                                      .lib_controllers)
+            except Exception:  # threadpoolctl missing or failing: leave BLAS alone
+                _state["blas"] = None
+        return _state["blas"]
+
+
+@contextmanager
+def single_threaded_blas() -> Iterator[bool]:
+    """Inside: BLAS uses one thread (outermost use only); yields whether that holds."""
+    libs = _blas_controllers()
+    depth = getattr(_depth, "n", 0)
+    if libs is None or depth:
+        _depth.n = depth + 1
+        try:
+            yield libs is not None
+        finally:
+            _depth.n = depth
+        return
+    saved = [lib.num_threads for lib in libs]
+    for lib in libs:
+        lib.set_num_threads(1)
+    _depth.n = 1
+    try:
+        yield True
+    finally:
+        _depth.n = 0
+        for lib, n in zip(libs, saved):
+            lib.set_num_threads(n)
+
+
+def _pool(n: int) -> ThreadPoolExecutor:
+    with _lock:
+        pool = _state.get("pool")
+        if pool is None or _state.get("pool_size") != n:
+            pool = _state["pool"] = ThreadPoolExecutor(n, thread_name_prefix="convgrad")
+            _state["pool_size"] = n
+        return pool
+
+
+def run_chunks(tasks: Sequence[Callable[[], int]]) -> int:
+    """Run independent tasks (each returns its FLOPs); returns the total FLOPs."""
+    n = min(num_threads(), len(tasks))
+    with single_threaded_blas() as limited:
+        if n <= 1 or not limited or getattr(_depth, "worker", False):
+            return sum(task() for task in tasks)
+        futures = [_pool(num_threads()).submit(_as_worker, task) for task in tasks]
+        return sum(f.result() for f in futures)
+
+
+def _as_worker(task: Callable[[], int]) -> int:
+    _depth.worker = True  # a kernel called from a worker runs its chunks inline
+    return task()
