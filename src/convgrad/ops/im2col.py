@@ -29,6 +29,8 @@ FOLD_BATCH_BELOW = 512
 # Chunks aim at this many bytes (cache-sized: the patch copy stays in cache for the GEMM);
 # the workspace limit, if smaller, wins.
 CHUNK_TARGET_BYTES = 4 * 2**20
+# folded (weight-gradient) GEMMs want wide column blocks: a larger target
+FOLD_TARGET_BYTES = 8 * 2**20
 
 
 def _slab_extent(pc: int, kc: int, s: int, d: int) -> int:
@@ -76,10 +78,8 @@ def im2col_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo
         out[...] = 0
         return 0
     dtype = out.dtype
-    # small outputs fold the batch into wide GEMMs: those want the whole workspace
-    budget = get_workspace_limit() // num_threads()  # chunks run concurrently
-    if prod(P) >= FOLD_BATCH_BELOW:
-        budget = min(budget, CHUNK_TARGET_BYTES)
+    budget = min(get_workspace_limit() // num_threads(),  # chunks run concurrently
+                 CHUNK_TARGET_BYTES if prod(P) >= FOLD_BATCH_BELOW else FOLD_TARGET_BYTES)
     chunk = plan_chunks(B, G, C, O, tuple(P), tuple(K), stride, dil, dtype.itemsize, budget)
     nb_c, p_c, k_c = chunk[0], chunk[1:1 + nd], chunk[1 + nd:]
     p_starts = list(itertools.product(*(range(0, P[i], p_c[i]) for i in range(nd))))
