@@ -16,6 +16,7 @@ __all__ = ["per_dim", "general_padding", "conv_spec", "general_spec", "transpose
            "PADDING_MODES"]
 
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+INT64_MAX = 2**63 - 1  # as torch and NumPy: every size and offset is a 64-bit integer
 
 
 def _is_int(v: object) -> bool:
@@ -37,12 +38,20 @@ def per_dim(name: str, value: Any, nd: int, fn: str, minimum: int | None = 1) ->
         raise TypeError(f"{fn}: {name}={value!r} must be an int or a sequence of {nd} ints")
     if minimum is not None and any(v < minimum for v in out):
         raise ValueError(f"{fn}: {name}={value!r} must be >= {minimum} in every dim")
+    _check_int64(name, value, out, fn)
     return out
+
+
+def _check_int64(name: str, value: Any, ints: tuple, fn: str) -> None:
+    if any(abs(v) > INT64_MAX for v in ints):
+        raise ValueError(f"{fn}: {name}={value!r} does not fit in a 64-bit integer; "
+                         f"expected values of magnitude <= {INT64_MAX}")
 
 
 def general_padding(padding: Any, nd: int, fn: str) -> tuple[tuple[int, int], ...]:
     """int | one int per dim | one (lo, hi) pair per dim -> ((lo, hi), ...); negative crops."""
     if _is_int(padding):
+        _check_int64("padding", padding, (int(padding),), fn)
         return ((int(padding), int(padding)),) * nd
     if isinstance(padding, tuple | list) and len(padding) == nd:
         pairs = []
@@ -54,6 +63,7 @@ def general_padding(padding: Any, nd: int, fn: str) -> tuple[tuple[int, int], ..
             else:
                 break
         else:
+            _check_int64("padding", padding, sum(pairs, ()), fn)
             return tuple(pairs)
     raise (TypeError if not isinstance(padding, tuple | list) else ValueError)(
         f"{fn}: padding={padding!r} must be an int, {nd} ints (one per spatial dim) or "
@@ -69,6 +79,7 @@ def general_spec(nd: int, stride: Any = 1, padding: Any = 0, kernel_dilation: An
         raise TypeError(f"{fn}: groups={groups!r} must be an int")
     if groups < 1:
         raise ValueError(f"{fn}: groups={groups} must be >= 1")
+    _check_int64("groups", groups, (int(groups),), fn)
     if not isinstance(flip, bool):
         raise TypeError(f"{fn}: flip={flip!r} must be a bool")
     return ConvSpec(
@@ -97,6 +108,7 @@ def conv_spec(nd: int, w_shape: tuple, stride: Any, padding: Any, dilation: Any,
         raise TypeError(f"{fn}: groups={groups!r} must be an int")
     if groups < 1:
         raise ValueError(f"{fn}: groups={groups} must be >= 1")
+    _check_int64("groups", groups, (int(groups),), fn)
     if isinstance(padding, str):
         if padding == "valid":
             pads = ((0, 0),) * nd
@@ -139,6 +151,7 @@ def transpose_spec(nd: int, w_shape: tuple, stride: Any, padding: Any, output_pa
         raise TypeError(f"{fn}: groups={groups!r} must be an int")
     if groups < 1:
         raise ValueError(f"{fn}: groups={groups} must be >= 1")
+    _check_int64("groups", groups, (int(groups),), fn)
     for d in range(nd):
         if opad[d] >= max(stride_t[d], dil[d]):
             raise ValueError(

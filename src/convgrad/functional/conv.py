@@ -19,6 +19,8 @@ spec and the weight's channel axes swapped per group.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -122,11 +124,17 @@ class BiasExpand(Function):
 def _as_tensor(a: Any, name: str, fn: str) -> Tensor:
     if isinstance(a, Tensor):
         return a
-    if isinstance(a, np.ndarray | list | tuple) or np.isscalar(a):
-        if isinstance(a, np.ndarray) and a.dtype.kind not in "fiub":
-            raise TypeError(f"{fn}: {name} has dtype {a.dtype}; expected a float array")
-        return tensor(a)
-    raise TypeError(f"{fn}: {name} must be a Tensor or numpy.ndarray, got {type(a).__name__}")
+    if not isinstance(a, np.ndarray | np.generic | list | tuple | int | float):
+        raise TypeError(f"{fn}: {name} must be a Tensor or numpy.ndarray, got {type(a).__name__}")
+    try:
+        kind = a.dtype.kind if isinstance(a, np.ndarray | np.generic) else np.asarray(a).dtype.kind
+    except (ValueError, TypeError) as e:  # e.g. a ragged nested list
+        raise ValueError(f"{fn}: {name} cannot be made into an array: {e}") from None
+    if kind not in "fiub":
+        dtype = a.dtype if isinstance(a, np.ndarray | np.generic) else np.asarray(a).dtype
+        raise TypeError(f"{fn}: {name} has dtype {dtype}; expected a float array "
+                        "(int and bool arrays become float32)")
+    return tensor(a)
 
 
 def _prepare(x, weight, bias, nd: int, fn: str):
@@ -159,8 +167,18 @@ def _check_bias(bias: Tensor | None, c_out: int, fn: str) -> None:
         raise ValueError(f"{fn}: bias must have shape ({c_out},) (C_out), got {tuple(bias.shape)}")
 
 
+def _checked_output_shape(spec: ConvSpec, x: Tensor, weight: Tensor, fn: str) -> tuple:
+    """The shape rule, plus: the output must be an array NumPy can describe."""
+    y_shape = spec.output_shape(x.shape, weight.shape, fn)
+    nbytes = prod(y_shape) * np.result_type(x.dtype, weight.dtype).itemsize
+    if nbytes > np.iinfo(np.intp).max:
+        raise ValueError(f"{fn}: the output of shape {y_shape} would need {nbytes} bytes, "
+                         "more than any array can hold")
+    return y_shape
+
+
 def _run(x: Tensor, weight: Tensor, bias, spec: ConvSpec, unbatched: bool, fn: str) -> Tensor:
-    y_shape = spec.output_shape(x.shape, weight.shape, fn)  # validates before any work
+    y_shape = _checked_output_shape(spec, x, weight, fn)  # validates before any work
     _check_bias(bias, y_shape[1], fn)
     y = Conv.apply(x, weight, bias, spec=spec)
     return y.reshape(*y.shape[1:]) if unbatched else y
@@ -204,6 +222,7 @@ def _conv_nd(nd: int, fn: str, x, weight, bias, stride, padding, dilation, group
                          "expected C_out >= 1")
     if mode_pads is not None and any(lo or hi for lo, hi in mode_pads):
         _check_mode_pads(x.shape, mode_pads, padding, padding_mode, fn)
+        _checked_output_shape(replace(spec, padding=mode_pads), x, weight, fn)  # before padding
         flat = tuple(v for lo_hi in reversed(mode_pads) for v in lo_hi)  # last dim first
         # an empty batch (or C_in = 0) reads no value: pad it with zeros, which any size allows
         x = _pad(x, flat, mode=padding_mode if x.size else "constant")
