@@ -2,33 +2,44 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 _WORKSPACE_BYTES = 64 * 2**20
+_local = threading.local()  # ``workspace_limit`` overrides, per thread
 
 
 def get_workspace_limit() -> int:
-    """Bytes any one convolution kernel may use for scratch buffers (default 64 MiB)."""
-    return _WORKSPACE_BYTES
+    """Bytes any one convolution kernel may use for scratch buffers (default 64 MiB).
+
+    Inside ``with workspace_limit(n):`` it is ``n`` for that thread only.
+    """
+    override = getattr(_local, "limit", None)
+    return _WORKSPACE_BYTES if override is None else override
+
+
+def _check(nbytes: object, who: str) -> int:
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+        raise TypeError(f"{who}: nbytes must be an int, got {nbytes!r}")
+    if nbytes < 2**16:
+        raise ValueError(f"{who}: nbytes={nbytes} must be >= 65536")
+    return nbytes
 
 
 def set_workspace_limit(nbytes: int) -> None:
     """Set the scratch-buffer bound of every convolution kernel, in bytes (>= 64 KiB)."""
     global _WORKSPACE_BYTES
-    if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-        raise TypeError(f"set_workspace_limit: nbytes must be an int, got {nbytes!r}")
-    if nbytes < 2**16:
-        raise ValueError(f"set_workspace_limit: nbytes={nbytes} must be >= 65536")
-    _WORKSPACE_BYTES = nbytes
+    _WORKSPACE_BYTES = _check(nbytes, "set_workspace_limit")
 
 
 @contextmanager
 def workspace_limit(nbytes: int) -> Iterator[None]:
-    """Temporarily bound the convolution workspace (``with cg.workspace_limit(2**20): ...``)."""
-    old = get_workspace_limit()
-    set_workspace_limit(nbytes)
+    """Bound the workspace in this thread (``with cg.workspace_limit(2**20): ...``)."""
+    _check(nbytes, "workspace_limit")
+    saved = getattr(_local, "limit", None)
+    _local.limit = nbytes
     try:
         yield
     finally:
-        set_workspace_limit(old)
+        _local.limit = saved

@@ -149,9 +149,9 @@ def _chunk(x, w, out_view, stride, lo, dil, p0, pc, k0, kc, accumulate) -> int:
         writeable=False,
     )
     wk = w[(Ellipsis, *(slice(k0[i], k0[i] + kc[i]) for i in range(nd)))]
-    ck, npix = C * prod(kc), prod(pc)
-    w2 = wk.reshape(G, O, ck).astype(out_view.dtype, copy=False)
+    ck, npix, kk = C * prod(kc), prod(pc), prod(kc)
     dtype = out_view.dtype
+    w2 = _merged(wk, 2) if wk.dtype == dtype else None  # (G, O, CK) without a copy
     if npix < FOLD_BATCH_BELOW and (kc[-1] > pc[-1] or nb > 1):
         if kc[-1] > pc[-1]:
             # long kernel rows, short outputs (a weight gradient): copy with the kernel's
@@ -164,10 +164,18 @@ def _chunk(x, w, out_view, stride, lo, dil, p0, pc, k0, kc, accumulate) -> int:
             cols = cols.reshape(G, ck, nb * npix)
         res = np.empty((G, O, nb * npix), dtype=dtype)
         for g in range(G):
-            np.matmul(w2[g], cols[g], out=res[g])
+            if w2 is not None:
+                np.matmul(w2[g], cols[g], out=res[g])
+            else:  # a strided kernel (the output gradient): one product per channel block
+                res[g] = 0
+                for c in range(C):
+                    wc = wk[g, :, c].reshape(O, kk).astype(dtype, copy=False)
+                    res[g] += wc @ cols[g][c * kk:(c + 1) * kk]
         res = np.moveaxis(res.reshape(G, O, nb, *pc), 2, 0)
         _store(out_view, res, accumulate)
     else:
+        if w2 is None:
+            w2 = wk.reshape(G, O, ck).astype(dtype, copy=False)
         cols = patches.reshape(nb, G, ck, npix)
         direct = None if accumulate else _flat_view(out_view, npix)
         res = direct if direct is not None else np.empty((nb, G, O, npix), dtype=dtype)
@@ -230,3 +238,16 @@ def _flat_chunk(slab, w, out_view, dil, k0, kc, pc, accumulate) -> int:
                       writeable=False)
     _store(out_view, grid, accumulate)
     return 2 * nb * G * O * ck * prod(pc)
+
+
+def _merged(a: np.ndarray, axis: int) -> np.ndarray | None:
+    """``a`` with axes ``axis..`` merged into one, as a view; None if that needs a copy."""
+    shape, strides = a.shape[axis:], a.strides[axis:]
+    step = strides[-1] if shape else a.itemsize
+    for n, st in zip(reversed(shape), reversed(strides)):
+        if n != 1 and st != step:
+            return None
+        step = st * n if n != 1 else step * n
+    inner = strides[-1] if shape else a.itemsize
+    return as_strided(a, shape=(*a.shape[:axis], prod(shape)), strides=(*a.strides[:axis], inner),
+                      writeable=False)
