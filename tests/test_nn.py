@@ -13,7 +13,14 @@ from convgrad import nn
 
 from .tolerances import assert_close
 
-torch.set_default_dtype(torch.float64)
+
+@pytest.fixture(autouse=True)
+def _torch_float64_default():
+    """torch layers built here are float64; restore the default for other test modules."""
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(saved)
 TORCH_DTYPE = {np.float32: torch.float32, np.float64: torch.float64}
 
 
