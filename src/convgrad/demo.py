@@ -306,9 +306,9 @@ def _report_profile(result: DemoResult) -> tuple[str, bool]:
     ok = weight_grads == result.trainable_conv_layers
     verdict = "as expected" if ok else "UNEXPECTED"
     text = (f"conv_weight_grad ran {weight_grads} times = {result.trainable_conv_layers} "
-            f"trainable conv layers ({verdict}); the {window_convs} Gaussian-window "
-            f"convolutions of MS-SSIM ran conv_forward and conv_input_grad only: the window "
-            f"is a constant")
+            f"trainable conv layers ({verdict}); the {window_convs} constant-kernel "
+            f"convolutions of MS-SSIM (Gaussian windows, 2x2 average pools) ran conv_forward "
+            f"and conv_input_grad only: their kernels are constants")
     return text, ok
 
 
