@@ -28,7 +28,7 @@ from .parallel import num_threads, run_chunks
 FOLD_BATCH_BELOW = 512
 # Chunks aim at this many bytes (cache-sized: the patch copy stays in cache for the GEMM);
 # the workspace limit, if smaller, wins.
-CHUNK_TARGET_BYTES = 4 * 2**20
+CHUNK_TARGET_BYTES = 8 * 2**20
 # folded (weight-gradient) GEMMs want wide column blocks: a larger target
 FOLD_TARGET_BYTES = 8 * 2**20
 
