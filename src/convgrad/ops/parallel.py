@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 _state: dict = {}
-_lock = threading.Lock()
-_depth = threading.local()
+_lock = threading.RLock()
+_depth = threading.local()  # .worker: this thread is one of the pool's
 
 
 def num_threads() -> int:
@@ -49,26 +49,29 @@ def _blas_controllers() -> list | None:
 
 @contextmanager
 def single_threaded_blas() -> Iterator[bool]:
-    """Inside: BLAS uses one thread (outermost use only); yields whether that holds."""
+    """Inside: BLAS uses one thread; yields whether that holds.
+
+    Process-wide and reference-counted: the first kernel to enter (in any thread)
+    saves BLAS's thread counts, the last to leave restores them.
+    """
     libs = _blas_controllers()
-    depth = getattr(_depth, "n", 0)
-    if libs is None or depth:
-        _depth.n = depth + 1
-        try:
-            yield libs is not None
-        finally:
-            _depth.n = depth
+    if libs is None:
+        yield False
         return
-    saved = [lib.num_threads for lib in libs]
-    for lib in libs:
-        lib.set_num_threads(1)
-    _depth.n = 1
+    with _lock:
+        if _state.get("users", 0) == 0:
+            _state["saved"] = [lib.num_threads for lib in libs]
+            for lib in libs:
+                lib.set_num_threads(1)
+        _state["users"] = _state.get("users", 0) + 1
     try:
         yield True
     finally:
-        _depth.n = 0
-        for lib, n in zip(libs, saved):
-            lib.set_num_threads(n)
+        with _lock:
+            _state["users"] -= 1
+            if _state["users"] == 0:
+                for lib, n in zip(libs, _state["saved"]):
+                    lib.set_num_threads(n)
 
 
 def _pool(n: int) -> ThreadPoolExecutor:

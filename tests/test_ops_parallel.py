@@ -1,0 +1,55 @@
+"""Oracle: threadpoolctl's report of BLAS threads, and serial results (bit-identical)."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from threadpoolctl import threadpool_info
+
+import convgrad.functional as F
+from convgrad.ops import parallel
+
+
+def _blas_threads() -> list[int]:
+    return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_blas_threads_restored_after_concurrent_kernels():
+    before = _blas_threads()
+    x = np.random.default_rng(0).random((4, 16, 32, 32)).astype(np.float32)
+    w = np.random.default_rng(1).random((16, 16, 3, 3)).astype(np.float32)
+    errors = []
+
+    def work():
+        try:
+            for _ in range(10):
+                F.conv2d(x, w, padding=1)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert _blas_threads() == before
+
+
+def test_inside_a_kernel_blas_is_single_threaded():
+    with parallel.single_threaded_blas() as limited:
+        if limited:
+            assert set(_blas_threads()) == {1}
+
+
+def test_worker_count_does_not_change_results(monkeypatch):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((6, 8, 40, 40))
+    w = rng.standard_normal((8, 8, 3, 3))
+    results = []
+    for n in ("1", "2", "3"):
+        monkeypatch.setenv("CONVGRAD_NUM_THREADS", n)
+        results.append(F.conv2d(x, w, padding=1).data)
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], results[2])
