@@ -17,7 +17,6 @@ flat pair in 1-D is an error).
 
 from __future__ import annotations
 
-import signal
 from dataclasses import dataclass, field, replace
 from numbers import Integral
 
@@ -34,6 +33,7 @@ from jax import lax  # noqa: E402
 import convgrad as cg  # noqa: E402
 import convgrad.functional as F  # noqa: E402
 
+from .draw_limits import time_limit  # noqa: E402
 from .tolerances import assert_close  # noqa: E402
 
 # compile-speed options only (the oracle's arithmetic is unchanged)
@@ -312,20 +312,11 @@ def _run_reference(ref, rng, x, w, b, dtype):
     return gy, y, gx, gw, gb
 
 
-class _Timeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise _Timeout(f"a draw ran longer than {SECONDS_PER_DRAW} s")
-
 
 def check(d: Draw) -> str:
     rng, x, w, b = _arrays(d)
     ref, why = reference(d, x, w, b)
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS_PER_DRAW)
-    try:
+    with time_limit(SECONDS_PER_DRAW):
         cx, cw = cg.tensor(x, requires_grad=True), cg.tensor(w, requires_grad=True)
         cb = None if b is None else cg.tensor(b, requires_grad=True)
         try:
@@ -350,9 +341,6 @@ def check(d: Draw) -> str:
         if b is not None:
             assert_close(cb.grad.data, gb, d.dtype, "bias gradient")
         return "accepted" + (" (empty)" if cy.data.size == 0 else "")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _check_error(d: Draw, err: Exception) -> None:

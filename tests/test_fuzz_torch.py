@@ -22,7 +22,6 @@ Profiles (tests/conftest.py): ``ci`` (default) and ``--hypothesis-profile=thorou
 
 from __future__ import annotations
 
-import signal
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -35,6 +34,7 @@ from hypothesis import strategies as st
 import convgrad as cg
 import convgrad.functional as F
 
+from .draw_limits import time_limit
 from .tolerances import assert_close
 
 TORCH_CONV = {1: TF.conv1d, 2: TF.conv2d, 3: TF.conv3d}
@@ -322,13 +322,6 @@ def reference(d: Draw, x, w, b):
     raise AssertionError("unreachable")
 
 
-class _Timeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise _Timeout(f"a draw ran longer than {SECONDS_PER_DRAW} s")
-
 
 def check(d: Draw) -> str:
     """Run one draw on both sides; returns the outcome (for hypothesis' statistics)."""
@@ -340,9 +333,7 @@ def check(d: Draw) -> str:
 
     cx, cw = (cg.tensor(a, requires_grad=n) for a, n in zip((x, w), d.needs))
     cb = None if b is None else cg.tensor(b, requires_grad=d.needs[2])
-    old = signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(SECONDS_PER_DRAW)
-    try:
+    with time_limit(SECONDS_PER_DRAW):
         try:
             cy = ours_call(d, cx, cw, cb)
             ours_error = None
@@ -357,9 +348,6 @@ def check(d: Draw) -> str:
             raise AssertionError(f"torch accepts, convgrad raised {ours_error!r}") from ours_error
         _compare(d, rng, ty, cy, theirs, (cx, cw, cb))
         return "accepted" + (" (batch 0)" if d.x_shape[0] == 0 else "")
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def _check_error(d: Draw, err: Exception) -> None:
