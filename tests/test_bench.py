@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from convgrad.bench import peers, report, runner, workloads
-from convgrad.bench.workloads import PASSES, TINY_ENV, WORKLOADS
+from convgrad.cli.bench import peers, report, runner, workloads
+from convgrad.cli.bench.workloads import PASSES, TINY_ENV, WORKLOADS
 
 
 def _workload(wid: str) -> workloads.Workload:
@@ -223,7 +223,7 @@ def test_missing_peer_is_skipped(monkeypatch, tmp_path, capsys):
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_memory_peak_sees_an_allocation():
-    from convgrad.bench.memory import _peak_above
+    from convgrad.cli.bench.memory import _peak_above
 
     peak, method, out = _peak_above(lambda: np.ones(16 * 2 ** 20, np.float32))  # 64 MiB
     assert out.nbytes == 64 * 2 ** 20
@@ -233,7 +233,7 @@ def test_memory_peak_sees_an_allocation():
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_memory_cli_runs_convgrad_in_a_subprocess(monkeypatch, tmp_path, capsys):
-    from convgrad.bench import memory
+    from convgrad.cli.bench import memory
 
     monkeypatch.setenv(TINY_ENV, "1")  # inherited by the child
     out = tmp_path / "mem.json"

@@ -9,7 +9,7 @@ import torch.nn.functional as TF
 
 import convgrad as cg
 import convgrad.functional as F
-from convgrad.profiler import profile
+from convgrad.ops.profiler import profile
 
 from .tolerances import assert_close
 

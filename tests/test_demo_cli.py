@@ -15,8 +15,9 @@ from PIL import Image
 from skimage import data
 
 import convgrad as cg
-from convgrad import cli, demo
-from convgrad.images import read_image
+from convgrad import cli
+from convgrad.cli import demo
+from convgrad.cli.images import read_image
 from convgrad.metrics import ms_ssim, ssim
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

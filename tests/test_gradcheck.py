@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 import convgrad as cg
-import convgrad.gradcheck as gradcheck_module
+import convgrad.cli.gradcheck as gradcheck_module
 from convgrad.autograd import Function
-from convgrad.gradcheck import check, gradcheck, gradgradcheck, run
+from convgrad.cli.gradcheck import run
+from convgrad.testing import check, gradcheck, gradgradcheck
 
 
 def leaf(*shape: int) -> cg.Tensor:

@@ -16,7 +16,6 @@ jax.config.update("jax_platforms", "cpu")
 import torch.nn.functional as F  # noqa: E402
 from jax import lax  # noqa: E402
 
-from convgrad._config import get_workspace_limit, workspace_limit  # noqa: E402
 from convgrad.ops import (  # noqa: E402
     ConvSpec,
     conv_bias_grad,
@@ -24,6 +23,7 @@ from convgrad.ops import (  # noqa: E402
     conv_input_grad,
     conv_weight_grad,
 )
+from convgrad.ops.workspace import get_workspace_limit, workspace_limit  # noqa: E402
 
 MiB = 2**20
 D = 10**6  # "huge" dilation

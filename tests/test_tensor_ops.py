@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import convgrad as cg
-import convgrad.tensor_functions as fn
+import convgrad as fn
 from convgrad.tensor import Tensor, cat
 
 RNG = np.random.default_rng(1234)

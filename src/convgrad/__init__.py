@@ -1,16 +1,17 @@
 """convgrad: convolutional models with exact, conditional reverse-mode gradients on NumPy.
 
-``import convgrad as cg`` and ``import convgrad.functional as F``.  The layers are:
-``ops`` (convolution kernels on ndarrays), ``autograd`` (the engine), ``tensor``
-(``Tensor`` and its operations), ``functional``, ``nn``, ``optim``, ``metrics``,
-``profiler`` and the ``convgrad`` command line.
+``import convgrad as cg`` and ``import convgrad.functional as F``.  The layers, each a
+package: ``ops`` (convolution kernels on ndarrays, their algorithms, the profiler),
+``autograd`` (the engine), ``tensor`` (``Tensor`` and its differentiable operations),
+``functional``, ``nn``, ``optim``, ``metrics``, ``serialization``, ``testing``
+(finite-difference checks) and ``cli`` (the ``convgrad`` command).
 """
 
 from __future__ import annotations
 
 from . import functional, ops
-from ._config import get_workspace_limit, set_workspace_limit, workspace_limit
 from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .functional.activation import relu, sigmoid, tanh
 from .functional.conv import (
     conv1d,
     conv2d,
@@ -20,7 +21,8 @@ from .functional.conv import (
     conv_transpose2d,
     conv_transpose3d,
 )
-from .profiler import profile
+from .ops.profiler import profile
+from .ops.workspace import get_workspace_limit, set_workspace_limit, workspace_limit
 from .tensor import (
     Tensor,
     as_tensor,
@@ -34,7 +36,7 @@ from .tensor import (
     where,
     zeros,
 )
-from .tensor_functions import (
+from .tensor.functions import (
     abs,
     clamp,
     clip,
@@ -47,13 +49,10 @@ from .tensor_functions import (
     min,
     permute,
     pow,
-    relu,
     reshape,
-    sigmoid,
     sqrt,
     squeeze,
     sum,
-    tanh,
     transpose,
     unsqueeze,
 )

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._ops_elementwise import LeakyReLU, ReLU, Sigmoid, Tanh
-from .._ops_reduce import LogSoftmax, Softmax
-from ..tensor import Tensor, _alias, _dim, as_tensor
+from ..tensor import Tensor, as_tensor
+from ..tensor.elementwise import LeakyReLU
+from ..tensor.reduce import LogSoftmax, Softmax
+from ..tensor.tensor import _alias, _dim
 
 __all__ = ["leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "tanh"]
 
 
 def relu(x: Any) -> Tensor:
     """max(x, 0)."""
-    return ReLU.apply(as_tensor(x))
+    return as_tensor(x).relu()
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> Tensor:
@@ -25,11 +26,11 @@ def leaky_relu(x: Any, negative_slope: float = 0.01) -> Tensor:
 
 def sigmoid(x: Any) -> Tensor:
     """1 / (1 + exp(-x))."""
-    return Sigmoid.apply(as_tensor(x))
+    return as_tensor(x).sigmoid()
 
 
 def tanh(x: Any) -> Tensor:
-    return Tanh.apply(as_tensor(x))
+    return as_tensor(x).tanh()
 
 
 def _softmax_dim(who: str, x: Tensor, dim: Any, axis: Any) -> int:

@@ -12,7 +12,7 @@ order are convolutions again:
 * bias: ``gb = bias_grad(g)``, whose own gradient broadcasts back (``BiasExpand``).
 
 Each backward asks ``ctx.needs_input_grad`` and runs only the kernels needed.  The
-user-facing functions below only normalise arguments (:mod:`convgrad.conv_args`)
+user-facing functions below only normalise arguments (:mod:`convgrad.functional.conv_args`)
 and call these primitives; a transposed convolution is ``Conv`` with a transposed
 spec and the weight's channel axes swapped per group.
 """
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Function
-from ..conv_args import conv_spec, general_spec, transpose_spec
 from ..ops import ConvSpec, conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
 from ..tensor import Tensor, tensor
+from .conv_args import conv_spec, general_spec, transpose_spec
 from .padding import pad as _pad
 
 __all__ = ["conv_general", "conv1d", "conv2d", "conv3d",

@@ -15,9 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ..conv_args import PADDING_MODES, per_dim
 from ..functional import conv as Fc
-from ..tensor import Tensor, _check_dtype
+from ..functional.conv_args import PADDING_MODES, per_dim
+from ..tensor import Tensor
+from ..tensor.tensor import _check_dtype
 from . import init
 from .module import Module, Parameter
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from ..functional import activation as Fa
 from ..functional import pooling as Fp
-from ..tensor import Tensor, _check_dtype, as_tensor
+from ..tensor import Tensor, as_tensor
+from ..tensor.tensor import _check_dtype
 from . import init
 from .conv import _positive_int
 from .module import Module, Parameter

@@ -13,7 +13,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..tensor import Tensor, _check_dtype
+from ..tensor import Tensor
+from ..tensor.tensor import _check_dtype
 
 __all__ = ["IncompatibleKeys", "Module", "Parameter", "Sequential"]
 

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..profiler import record
 from .dispatch import general_conv
+from .profiler import record
 from .spec import ConvSpec, _is_int, check_float_array
 
 __all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad",

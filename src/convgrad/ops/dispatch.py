@@ -20,11 +20,11 @@ from math import prod
 
 import numpy as np
 
-from .._config import get_workspace_limit
 from . import direct
 from .im2col import im2col_conv, padded_slab
 from .polyphase import covers_all, phases
 from .scatter import scatter_conv
+from .workspace import get_workspace_limit
 
 # a group this small (input x output channels) goes to the direct loops
 DIRECT_MAX_CHANNEL_PRODUCT = 16

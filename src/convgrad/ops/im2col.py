@@ -21,8 +21,8 @@ from math import prod
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .._config import get_workspace_limit
 from .parallel import num_threads, run_chunks
+from .workspace import get_workspace_limit
 
 # Below this many output positions per image, fold the batch into one GEMM.
 FOLD_BATCH_BELOW = 512

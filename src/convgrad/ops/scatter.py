@@ -22,8 +22,8 @@ from math import prod
 
 import numpy as np
 
-from .._config import get_workspace_limit
 from .parallel import num_threads, run_chunks
+from .workspace import get_workspace_limit
 
 
 def _tap_range(k: int, dk: int, lo: int, di: int, i0: int, i1: int, n_out: int):

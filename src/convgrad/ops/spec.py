@@ -3,7 +3,7 @@
 A spec holds one entry per spatial dimension for every per-dimension field; padding
 is one ``(lo, hi)`` pair per dimension, negative values crop.  User-facing argument
 forms (ints, ``"same"``, transposed convolutions, ...) are turned into a spec once,
-at the edge, by :mod:`convgrad.conv_args`; kernels only ever see specs.
+at the edge, by :mod:`convgrad.functional.conv_args`; kernels only ever see specs.
 """
 
 from __future__ import annotations

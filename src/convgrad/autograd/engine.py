@@ -1,196 +1,28 @@
-"""The reverse-mode autodiff engine: ``Function``, ``Context``, ``backward``, ``grad``, grad mode.
+"""The reverse-mode engine: ``backward`` and ``grad``.
 
-A :class:`Function` has a ``forward`` on raw ndarrays and a ``backward`` rule written with
-Tensor operations.  ``Function.apply`` runs ``forward`` and, when some input requires grad
-(and grad mode is on), records a :class:`Context`: the graph node, holding the input Tensors.
 :func:`backward` sorts the nodes reachable from the outputs once (iteratively, consumers
 before their inputs), then calls each node's rule with the summed gradient of its output.
 Because the rules are Tensor code, running them with grad mode on (``create_graph=True``)
 records the backward pass itself, which gives gradients of any order.  This module knows
-nothing about any particular operation.
+nothing about any particular operation, nor which class the tensors are (see
+:func:`.function.register_tensor_type`).
 """
 
 from __future__ import annotations
 
-import functools
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "Context",
-    "Function",
-    "backward",
-    "enable_grad",
-    "grad",
-    "is_grad_enabled",
-    "no_grad",
-    "set_grad_enabled",
-]
+from . import grad_mode
+from .function import FREED_MESSAGE, Context, _float_array, _wrap, tensor_type
 
-_FREED = (
-    "Trying to backward through the graph a second time, but its graph has been freed; "
-    "pass retain_graph=True to the first backward() or grad() call if you need to do this"
-)
+__all__ = ["backward", "grad"]
+
+Tensor = Any  # annotations only: the registered tensor class
 
 
-# ----------------------------------------------------------------------------- grad mode
-class _GradMode(threading.local):
-    enabled = True
-
-
-_mode = _GradMode()
-
-
-def is_grad_enabled() -> bool:
-    """Whether operations run now are recorded for differentiation (per thread)."""
-    return _mode.enabled
-
-
-class _GradModeSwitch:
-    """Base of the grad-mode context managers; each one also works as a decorator."""
-
-    mode: bool
-
-    def __init__(self, fn: Callable | None = None) -> None:
-        self._saved: list[bool] = []  # a stack, so one object can be re-entered
-
-    def __enter__(self) -> None:
-        self._saved.append(_mode.enabled)
-        _mode.enabled = self.mode
-
-    def __exit__(self, *exc: object) -> None:
-        _mode.enabled = self._saved.pop()
-
-    def __call__(self, fn: Callable) -> Callable:
-        mode = self.mode
-
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with enable_grad() if mode else no_grad():  # fresh per call: thread-safe
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-
-class no_grad(_GradModeSwitch):
-    """``with no_grad():``, ``@no_grad()`` or ``@no_grad``: record nothing."""
-
-    mode = False
-
-    def __new__(cls, fn: Callable | None = None):
-        self = super().__new__(cls)
-        return self if fn is None else self(fn)  # bare decorator: no_grad(fn)
-
-
-class enable_grad(_GradModeSwitch):
-    """``with enable_grad():``, ``@enable_grad()`` or ``@enable_grad``: record again."""
-
-    mode = True
-
-    def __new__(cls, fn: Callable | None = None):
-        self = super().__new__(cls)
-        return self if fn is None else self(fn)
-
-
-class set_grad_enabled(_GradModeSwitch):
-    """Set grad mode at once, as torch does: a plain call, a context manager (restoring the
-    previous mode on exit) or a decorator."""
-
-    def __init__(self, mode: bool) -> None:
-        self.mode = bool(mode)
-        self._saved = [_mode.enabled]
-        _mode.enabled = self.mode
-
-    def __enter__(self) -> None:  # the mode was set by __init__
-        pass
-
-    def __call__(self, fn: Callable) -> Callable:
-        _mode.enabled = self._saved.pop()  # decorating must not change the mode now
-        return super().__call__(fn)
-
-
-# ----------------------------------------------------------------------------- graph nodes
-class Context:
-    """The graph node of one recorded call: its Function, inputs and saved values.
-
-    ``inputs`` holds one entry per positional argument of ``apply`` (the original Tensor
-    objects, so that rules run under ``create_graph`` record through them);
-    ``needs_input_grad`` one bool per positional argument.  ``output`` is the output
-    Tensor, available inside ``backward`` only (the engine sets it for the call, so the
-    node holds no reference cycle).  Forward may set any other attribute.
-    """
-
-    __slots__ = ("fn", "inputs", "needs_input_grad", "saved", "output", "__dict__")
-
-    def __init__(self, fn: type, inputs: tuple, needs_input_grad: tuple) -> None:
-        self.fn = fn
-        self.inputs = inputs
-        self.needs_input_grad = needs_input_grad
-        self.saved = ()
-        self.output = None
-
-    def save_for_backward(self, *values: Any) -> None:
-        self.saved = values
-
-    @property
-    def saved_tensors(self) -> tuple:
-        """The saved values; ndarrays come back as constant Tensors."""
-        if self.inputs is None:
-            raise RuntimeError(_FREED)
-        return tuple(Tensor._wrap(v) if isinstance(v, np.ndarray) else v for v in self.saved)
-
-    def _free(self) -> None:
-        self.inputs = None
-        self.saved = ()
-        self.__dict__.clear()
-
-    def __repr__(self) -> str:
-        return f"<{self.fn.__name__}Backward>"
-
-
-class Function:
-    """An operation with a forward on ndarrays and a backward rule on Tensors.
-
-    Subclasses define ``forward(ctx, *arrays, **kwargs) -> ndarray`` and
-    ``backward(ctx, grad) -> one gradient (Tensor, ndarray or None) per positional arg``,
-    and are called as ``Op.apply(*args, **kwargs)``.
-    """
-
-    @staticmethod
-    def forward(ctx: Context, *args: Any, **kwargs: Any) -> np.ndarray:
-        raise NotImplementedError
-
-    @staticmethod
-    def backward(ctx: Context, grad: Tensor) -> Any:
-        raise NotImplementedError
-
-    @classmethod
-    def apply(cls, *args: Any, **kwargs: Any) -> Tensor:
-        arrays, needs = [], []  # (a plain loop is the fastest way to split the args)
-        for a in args:
-            if isinstance(a, Tensor):
-                arrays.append(a.data)
-                needs.append(a._requires_grad)
-            else:
-                arrays.append(a)
-                needs.append(False)
-        record = _mode.enabled and True in needs
-        ctx = Context(cls, args, tuple(needs) if record else (False,) * len(args))
-        out = cls.forward(ctx, *arrays, **kwargs)
-        if type(out) is not np.ndarray or out.dtype.char not in "fd":
-            out = _float_array(out)
-        return Tensor._wrap(out, ctx if record else None)
-
-
-def _float_array(value: Any) -> np.ndarray:
-    out = np.asarray(value)
-    return out if out.dtype.char in "fd" else out.astype(np.float32)
-
-
-# ----------------------------------------------------------------------------- the engine
 def backward(
     tensors: Tensor | Sequence[Tensor],
     grad_tensors: Any = None,
@@ -211,9 +43,9 @@ def grad(
     allow_unused: bool = False,
 ) -> tuple:
     """Return the gradients of ``outputs`` w.r.t. ``inputs`` as a tuple, like torch."""
-    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    inputs = (inputs,) if isinstance(inputs, tensor_type()) else tuple(inputs)
     for i, t in enumerate(inputs):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, tensor_type()):
             raise TypeError(f"grad: inputs[{i}] must be a Tensor, got {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError(f"grad: inputs[{i}] (one of the differentiated Tensors) "
@@ -231,10 +63,10 @@ def grad(
 
 def _seed(who: str, tensors: Any, grads: Any) -> tuple[list[Tensor], list[Tensor]]:
     """Check the outputs and build their starting gradients (implicit ones for scalars)."""
-    tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
+    tensors = [tensors] if isinstance(tensors, tensor_type()) else list(tensors)
     if grads is None:
         grads = [None] * len(tensors)
-    elif isinstance(grads, Tensor | np.ndarray):
+    elif isinstance(grads, tensor_type() | np.ndarray):
         grads = [grads]
     else:
         grads = list(grads)
@@ -242,7 +74,7 @@ def _seed(who: str, tensors: Any, grads: Any) -> tuple[list[Tensor], list[Tensor
         raise ValueError(f"{who}: got {len(grads)} gradients for {len(tensors)} outputs")
     seeds = []
     for i, (t, g) in enumerate(zip(tensors, grads)):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, tensor_type()):
             raise TypeError(f"{who}: outputs[{i}] must be a Tensor, got {type(t).__name__}")
         if not t.requires_grad:
             raise RuntimeError(f"{who}: element {i} of the outputs does not require grad "
@@ -251,9 +83,9 @@ def _seed(who: str, tensors: Any, grads: Any) -> tuple[list[Tensor], list[Tensor
             if t.data.size != 1:
                 raise RuntimeError(f"{who}: grad can be implicitly created only for outputs "
                                    f"with one element, got shape {t.shape}")
-            g = Tensor._wrap(np.ones_like(t.data))
-        elif not isinstance(g, Tensor):
-            g = Tensor._wrap(_float_array(g))
+            g = _wrap(np.ones_like(t.data))
+        elif not isinstance(g, tensor_type()):
+            g = _wrap(_float_array(g))
         if g.shape != t.shape:
             raise ValueError(f"{who}: gradient {i} has shape {g.shape}, expected the output's "
                              f"shape {t.shape}")
@@ -274,7 +106,7 @@ def _topological_order(roots: list[Tensor]) -> list[tuple[Context, Tensor]]:
         if node in seen:
             continue
         if node.inputs is None:
-            raise RuntimeError(_FREED)
+            raise RuntimeError(FREED_MESSAGE)
         seen.add(node)
         stack.append((node, out, True))
         for inp, need in zip(node.inputs, node.needs_input_grad):
@@ -301,8 +133,8 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
             pending[t.grad_fn] = add(pending.get(t.grad_fn), g)
     wanted = None if targets is None else _nodes_leading_to(targets, order)
 
-    saved_mode = _mode.enabled
-    _mode.enabled = create_graph  # rules record only when building a graph of the gradient
+    saved_mode = grad_mode.is_grad_enabled()
+    grad_mode.set_mode(create_graph)  # rules record only when building a graph of the gradient
     try:
         for node, out in order:
             g = pending.pop(node, None)
@@ -321,7 +153,7 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
                 gi = grads[i]
                 if gi is None or not needs[i]:
                     continue
-                if type(gi) is not Tensor or gi.data.shape != inp.data.shape or (
+                if type(gi) is not tensor_type() or gi.data.shape != inp.data.shape or (
                         gi.data.dtype != inp.data.dtype):  # else the common case: all fine
                     gi = _check_grad(node, i, inp, gi)
                 parent = inp.grad_fn
@@ -334,7 +166,7 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
             if not retain_graph:
                 node._free()
     finally:
-        _mode.enabled = saved_mode
+        grad_mode.set_mode(saved_mode)
 
 
 def _call_rule(node: Context, out: Tensor, g: Tensor, needs: tuple) -> tuple:
@@ -366,8 +198,8 @@ def _nodes_leading_to(targets: dict[int, Any], order: list[tuple[Context, Tensor
 
 def _check_grad(node: Context, i: int, inp: Tensor, g: Any) -> Tensor:
     """Wrap an ndarray gradient, check its shape and cast it to the input's dtype."""
-    if not isinstance(g, Tensor):
-        g = Tensor._wrap(_float_array(g))
+    if not isinstance(g, tensor_type()):
+        g = _wrap(_float_array(g))
     if g.shape != inp.shape:
         raise RuntimeError(f"{node.fn.__name__}.backward returned a gradient of shape "
                            f"{g.shape} for input {i} of shape {inp.shape}")
@@ -381,17 +213,14 @@ def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool) 
         if id(leaf) in targets:
             targets[id(leaf)] = add(targets[id(leaf)], g)
     elif leaf.grad is None:  # own the buffer: the same array may reach several leaves
-        leaf.grad = g if create_graph else Tensor._wrap(np.array(g.data))
+        leaf.grad = g if create_graph else _wrap(np.array(g.data))
     else:
         leaf.grad = add(leaf.grad, g)
 
 
 def _add_constant(a: Tensor | None, b: Tensor) -> Tensor:
-    return b if a is None else Tensor._wrap(a.data + b.data)
+    return b if a is None else _wrap(a.data + b.data)
 
 
 def _add_recorded(a: Tensor | None, b: Tensor) -> Tensor:
     return b if a is None else a + b
-
-
-from convgrad.tensor import Tensor  # noqa: E402  (tensor.py imports this module too)

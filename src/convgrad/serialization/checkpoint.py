@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .tensor import Tensor
+from ..tensor import Tensor
 
 __all__ = ["load", "save"]
 

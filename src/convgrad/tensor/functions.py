@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from convgrad.tensor import Tensor, as_tensor
+from .tensor import Tensor, as_tensor
 
 __all__ = [
     "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean", "min", "permute",
-    "pow", "relu", "reshape", "sigmoid", "sqrt", "squeeze", "sum", "tanh", "transpose",
+    "pow", "reshape", "sqrt", "squeeze", "sum", "transpose",
     "unsqueeze",
 ]
 
@@ -89,14 +89,3 @@ def pow(x: Any, exponent: Any) -> Tensor:
 def matmul(a: Any, b: Any) -> Tensor:
     return as_tensor(a) @ b
 
-
-def relu(x: Any) -> Tensor:
-    return as_tensor(x).relu()
-
-
-def sigmoid(x: Any) -> Tensor:
-    return as_tensor(x).sigmoid()
-
-
-def tanh(x: Any) -> Tensor:
-    return as_tensor(x).tanh()

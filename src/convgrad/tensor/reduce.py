@@ -5,10 +5,13 @@ Each ``backward`` is written with Tensor operations, so it is itself differentia
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from convgrad.autograd import Context, Function
-from convgrad.tensor import Tensor
+from ..autograd import Context, Function
+
+Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
 
 def _keep_shape(shape: tuple, dims: tuple | None) -> tuple:

@@ -6,10 +6,13 @@ Each ``backward`` is written with Tensor operations, so it is itself differentia
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from convgrad.autograd import Context, Function
-from convgrad.tensor import Tensor
+from ..autograd import Context, Function
+
+Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
 
 class Reshape(Function):
@@ -102,7 +105,7 @@ class Concatenate(Function):
 
 def _transposed(x: Tensor | np.ndarray) -> Tensor | np.ndarray:
     """Swap the last two dims."""
-    return x.transpose(-1, -2) if isinstance(x, Tensor) else np.swapaxes(x, -1, -2)
+    return np.swapaxes(x, -1, -2) if isinstance(x, np.ndarray) else x.transpose(-1, -2)
 
 
 class MatMul(Function):

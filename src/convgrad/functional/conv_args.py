@@ -10,7 +10,7 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
-from .ops.spec import ConvSpec
+from ..ops.spec import ConvSpec
 
 __all__ = ["per_dim", "general_padding", "conv_spec", "general_spec", "transpose_spec",
            "PADDING_MODES"]

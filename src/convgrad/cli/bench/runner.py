@@ -137,7 +137,7 @@ def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: 
     ``impls`` must hold an implementation named ``convgrad``; ``tick`` is called after
     each timed round (for a progress bar).
     """
-    from ..profiler import profile
+    from ...ops.profiler import profile
 
     res = PassResult(w, pass_)
     prepared: dict[str, Prepared] = {}

@@ -1,6 +1,6 @@
 """Peak memory of one pass (default: W1 forward + backward), convgrad against its peers.
 
-    python -m convgrad.bench.memory [--workload W1] [--pass fwd+bwd]
+    python -m convgrad.cli.bench.memory [--workload W1] [--pass fwd+bwd]
                                     [--impl convgrad,torch] [--quick] [--json FILE]
 
 Each implementation runs in a fresh subprocess with ``MALLOC_MMAP_THRESHOLD_=65536
@@ -90,9 +90,8 @@ def _peak_above(fn: Callable[[], object]) -> tuple[int, str, object]:
 
 def measure(impl_name: str, workload_id: str, pass_: str, quick: bool) -> dict:
     """In this process: peak memory of one pass of one implementation (run in a child)."""
-    from . import THREADS
     from .peers import make_impl, result_keys
-    from .workloads import make_inputs, select, tiny_requested
+    from .workloads import THREADS, make_inputs, select, tiny_requested
 
     w = select(workload_id)[0].shrunk(quick, tiny_requested())
     impl = make_impl(impl_name, THREADS)
@@ -131,7 +130,7 @@ def _child_env() -> dict:
 
 
 def _run_child(impl: str, workload: str, pass_: str, quick: bool, timeout: float) -> dict:
-    cmd = [sys.executable, "-m", "convgrad.bench.memory", "--child", impl,
+    cmd = [sys.executable, "-m", "convgrad.cli.bench.memory", "--child", impl,
            "--workload", workload, "--pass", pass_] + (["--quick"] if quick else [])
     try:
         p = subprocess.run(cmd, env=_child_env(), capture_output=True, text=True,
@@ -182,7 +181,7 @@ def format_report(rows: Sequence[dict], workload: str, pass_: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m convgrad.bench.memory",
+    ap = argparse.ArgumentParser(prog="python -m convgrad.cli.bench.memory",
                                  description="Peak memory of one benchmark pass, each "
                                  "implementation in a fresh subprocess.")
     ap.add_argument("--workload", default="W1", help="workload id (default W1)")

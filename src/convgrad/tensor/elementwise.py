@@ -12,18 +12,20 @@ from typing import Any
 
 import numpy as np
 
-from convgrad.autograd import Context, Function
-from convgrad.tensor import Tensor
+from ..autograd import Context, Function
+
+Tensor = Any  # annotations: these rules see the tensor layer's Tensor
+_CONSTANT = (np.ndarray, np.generic, int, float)  # a non-Tensor operand
 
 
 def _data(x: Any) -> Any:
-    return x.data if isinstance(x, Tensor) else x
+    return x if isinstance(x, _CONSTANT) else x.data
 
 
 def _zero_where(mask: Any, value: Tensor) -> Tensor:
     """``value`` with zeros where ``mask`` (an ndarray or a scalar bool) is true."""
     if np.ndim(mask) == 0:
-        return Tensor._wrap(np.zeros_like(value.data)) if mask else value
+        return type(value)._wrap(np.zeros_like(value.data)) if mask else value
     return Where.apply(mask, 0.0, value) if mask.any() else value
 
 
@@ -113,12 +115,12 @@ class Pow(Function):
             # d(a^b)/da = b a^(b-1); zero where b == 0 (torch's convention, so 0^0 -> 0)
             b_zero = np.equal(_data(b), 0)
             if np.ndim(b_zero) == 0 and b_zero:
-                ga = Tensor._wrap(np.zeros_like(a.data))
+                ga = type(a)._wrap(np.zeros_like(a.data))
             else:
                 ga = _zero_where(b_zero, grad * b * a ** (b - 1)).sum_to_size(a.shape)
         if need_b:
             # d(a^b)/db = a^b log(a); zero where a == 0 and b >= 0 (torch's convention)
-            log_a = a.log() if isinstance(a, Tensor) else np.log(a)
+            log_a = np.log(a) if isinstance(a, _CONSTANT) else a.log()
             mask = np.equal(_data(a), 0) & np.greater_equal(_data(b), 0)
             gb = _zero_where(mask, grad * ctx.output * log_a).sum_to_size(b.shape)
         return ga, gb

@@ -24,6 +24,8 @@ PASSES = ("fwd", "fwd+bwd", "fwd+bwd_input", "fwd+bwd_weight")
 MS_PASSES = ("fwd", "fwd+bwd")
 
 #: set to 1 to shrink every workload to a toy size (used by the test suite)
+#: every implementation runs on this many threads
+THREADS = 2
 TINY_ENV = "CONVGRAD_BENCH_TINY"
 
 

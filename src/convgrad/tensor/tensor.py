@@ -1,7 +1,7 @@
 """``Tensor``: a float32/float64 ndarray that records the operations applied to it.
 
 Operators and methods only normalise their arguments and call one ``Function`` from
-``_ops_elementwise``, ``_ops_reduce`` or ``_ops_shape``; the gradient rules live there.
+``elementwise``, ``reduce`` or ``shape``; the gradient rules live there.
 """
 
 from __future__ import annotations
@@ -10,6 +10,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+
+from .. import autograd as _autograd
+from ..autograd import register_tensor_type
+from . import elementwise as _ew
+from . import reduce as _red
+from . import shape as _sh
 
 __all__ = [
     "Tensor",
@@ -573,8 +579,4 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     return _ew.Where.apply(cond.astype(bool, copy=False), _operand(a), _operand(b))
 
 
-# the op modules import Tensor from here, so they come last (each by module: import cycle)
-import convgrad._ops_elementwise as _ew  # noqa: E402
-import convgrad._ops_reduce as _red  # noqa: E402
-import convgrad._ops_shape as _sh  # noqa: E402
-import convgrad.autograd as _autograd  # noqa: E402
+register_tensor_type(Tensor)

@@ -1,11 +1,4 @@
-"""``convgrad bench``: the workloads of BENCHMARKS.md for convgrad and the installed peers.
-
-Modules: :mod:`.workloads` (the table, as data), :mod:`.peers` (one adapter per
-implementation), :mod:`.runner` (interleaved timing, medians, agreement check),
-:mod:`.report` (table, JSON, chart) and :mod:`.memory` (peak memory, run as
-``python -m convgrad.bench.memory``).  Only NumPy is imported at package import;
-torch, jax, mlx, tqdm, threadpoolctl and matplotlib load when the bench runs.
-"""
+"""``convgrad bench``: run the suite as the command's options ask."""
 
 from __future__ import annotations
 
@@ -14,10 +7,7 @@ import time
 from contextlib import ExitStack
 from typing import Any
 
-__all__ = ["run_bench", "THREADS"]
-
-#: every implementation runs on this many threads
-THREADS = 2
+__all__ = ["run_bench"]
 
 
 class _NoBar:
@@ -62,7 +52,7 @@ def run_bench(args: Any) -> int:
         write_plot,
     )
     from .runner import collect_environment, matmul_peak, run_pass
-    from .workloads import PASSES, TINY_ENV, make_inputs, select, tiny_requested
+    from .workloads import PASSES, THREADS, TINY_ENV, make_inputs, select, tiny_requested
 
     out = sys.stdout
     quick = bool(getattr(args, "quick", False))

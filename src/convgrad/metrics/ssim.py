@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from .functional import conv as Fc
-from .functional import pooling as Fp
-from .tensor import Tensor, as_tensor
+from ..functional import conv as Fc
+from ..functional import pooling as Fp
+from ..tensor import Tensor, as_tensor
 
 __all__ = ["MS_SSIM_WEIGHTS", "gaussian_filter", "gaussian_window", "ms_ssim", "psnr", "ssim"]
 

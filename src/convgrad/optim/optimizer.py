@@ -1,4 +1,4 @@
-"""Optimisers with PyTorch's update rules: ``SGD`` and ``Adam``.
+"""The optimiser base class (parameter groups, state), and the rounding helpers of the updates.
 
 Each update is written in the same order of floating-point operations as torch's
 single-tensor CPU implementation, in the parameter's dtype with Python-float
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .tensor import Tensor
+from ..tensor import Tensor
 
-__all__ = ["Adam", "Optimizer", "SGD"]
+__all__ = ["Optimizer"]
 
 
 class Optimizer:
@@ -121,85 +121,3 @@ def _number(who: str, name: str, value: Any, low: float = 0.0) -> None:
         raise TypeError(f"{who}: {name}={value!r} must be a finite number")
     if value < low:
         raise ValueError(f"{who}: {name}={value!r} must be >= {low}")
-
-
-class SGD(Optimizer):
-    """Stochastic gradient descent with momentum and L2 weight decay (torch's SGD).
-
-    ``g = grad + weight_decay * p``; with momentum ``buf = g`` at the first step and
-    ``buf = momentum * buf + g`` after, ``g = buf``; then ``p = p - lr * g``.
-    """
-
-    def __init__(self, params: Any, lr: float, momentum: float = 0.0,
-                 weight_decay: float = 0.0) -> None:
-        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
-
-    def _check_hyper(self, group: dict[str, Any]) -> None:
-        for name in ("lr", "momentum", "weight_decay"):
-            _number("SGD", name, group[name])
-
-    def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
-        dt = p.dtype.type
-        wd, momentum = group["weight_decay"], group["momentum"]
-        if wd != 0:
-            grad = _fma(p, dt(wd), grad)  # grad.add(p, alpha=wd)
-        if momentum != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = state["momentum_buffer"] = np.array(grad, copy=True)
-            else:
-                buf *= dt(momentum)
-                buf += grad
-            grad = buf
-        p[...] = _fma(grad, dt(-group["lr"]), p)  # p.add_(grad, alpha=-lr)
-
-
-class Adam(Optimizer):
-    """Adam (Kingma & Ba) with torch's bias correction, epsilon placement and L2 decay.
-
-    ``g = grad + weight_decay * p``; ``m = lerp(m, g, 1 - beta1)``;
-    ``v = beta2 * v + (1 - beta2) * g * g``;
-    ``p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``.
-    """
-
-    def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
-        super().__init__(params, {"lr": lr, "betas": betas, "eps": eps,
-                                  "weight_decay": weight_decay})
-
-    def _check_hyper(self, group: dict[str, Any]) -> None:
-        for name in ("lr", "eps", "weight_decay"):
-            _number("Adam", name, group[name])
-        betas = group["betas"]
-        if not isinstance(betas, tuple | list) or len(betas) != 2:
-            raise TypeError(f"Adam: betas={betas!r} must be a pair of numbers")
-        for i, b in enumerate(betas):
-            _number("Adam", f"betas[{i}]", b)
-            if not b < 1.0:
-                raise ValueError(f"Adam: betas[{i}]={b!r} must be in [0, 1)")
-
-    def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
-        dt = p.dtype.type
-        beta1, beta2 = group["betas"]
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = np.zeros_like(p)
-            state["exp_avg_sq"] = np.zeros_like(p)
-        state["step"] += 1
-        step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-        if group["weight_decay"] != 0:
-            grad = _fma(p, dt(group["weight_decay"]), grad)  # grad.add(p, alpha=wd)
-        # m.lerp_(grad, w): m + w * (grad - m) for |w| < 0.5, else grad + (w - 1) * (grad - m)
-        w = dt(1 - beta1)
-        if abs(w) < 0.5:
-            m[...] = _fma(grad - m, w, m)
-        else:
-            m[...] = _fma(grad - m, w - dt(1), grad)
-        v *= dt(beta2)
-        v[...] = _fma(dt(1 - beta2) * grad, grad, v)  # v.addcmul_(grad, grad, value=1 - beta2)
-        bias_correction1 = 1 - beta1**step
-        bias_correction2 = 1 - beta2**step
-        step_size = group["lr"] / bias_correction1
-        denom = np.sqrt(v) / dt(math.sqrt(bias_correction2))
-        denom += dt(group["eps"])
-        p += dt(-step_size) * m / denom

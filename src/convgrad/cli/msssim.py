@@ -1,6 +1,6 @@
 """``convgrad msssim A B``: SSIM and MS-SSIM of two image files.
 
-Both files are read with Pillow (:func:`convgrad.images.read_image`: 8-bit scaled to
+Both files are read with Pillow (:func:`convgrad.cli.images.read_image`: 8-bit scaled to
 [0, 1], gray as one channel, colour as three, RGBA -> RGB) and compared in float64 with
 ``data_range=1`` and the standard window (11 taps, sigma 1.5).  Problems a user can
 cause (a missing or unreadable file, different sizes, an image too small for five
@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from .metrics import ms_ssim, ssim
+from ..metrics import ms_ssim, ssim
 
 __all__ = ["compare", "run_msssim"]
 

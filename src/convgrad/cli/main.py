@@ -20,7 +20,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_msssim(args: argparse.Namespace) -> int:
-    from .image_metrics_cli import run_msssim
+    from .msssim import run_msssim
 
     return run_msssim(args)
 

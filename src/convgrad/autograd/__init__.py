@@ -1,0 +1,23 @@
+"""The autodiff engine: graph nodes, ``backward``/``grad`` and grad mode.
+
+It knows no operation and no Tensor class (the tensor layer registers its class with
+:func:`register_tensor_type`).
+"""
+
+from __future__ import annotations
+
+from .engine import backward, grad
+from .function import Context, Function, register_tensor_type
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+
+__all__ = [
+    "Context",
+    "Function",
+    "backward",
+    "enable_grad",
+    "grad",
+    "is_grad_enabled",
+    "no_grad",
+    "register_tensor_type",
+    "set_grad_enabled",
+]

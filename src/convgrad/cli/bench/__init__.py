@@ -1,0 +1,15 @@
+"""``convgrad bench``: the workloads of BENCHMARKS.md for convgrad and the installed peers.
+
+Modules: :mod:`.workloads` (the table, as data), :mod:`.peers` (one adapter per
+implementation), :mod:`.runner` (interleaved timing, medians, agreement check),
+:mod:`.report` (table, JSON, chart) and :mod:`.memory` (peak memory, run as
+``python -m convgrad.cli.bench.memory``).  Only NumPy is imported at package import;
+torch, jax, mlx, tqdm, threadpoolctl and matplotlib load when the bench runs.
+"""
+
+from __future__ import annotations
+
+from .command import run_bench
+from .workloads import THREADS
+
+__all__ = ["THREADS", "run_bench"]
