@@ -13,18 +13,16 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")
 from jax import lax  # noqa: E402
 
-from convgrad.ops import (  # noqa: E402
+from convgrad.ops import (  # noqa: E402  # noqa: E402
     ConvSpec,
     conv_bias_grad,
     conv_forward,
     conv_input_grad,
     conv_weight_grad,
+    direct,
+    dispatch,
 )
-
-try:  # the dispatcher, to run the sweep under each algorithm (absent in older builds)
-    from convgrad.ops import dispatch
-except ImportError:  # pragma: no cover
-    dispatch = None
+from convgrad.ops.profiler import profile  # noqa: E402
 
 SEED = 20240611
 N_RANDOM = 240
@@ -225,40 +223,47 @@ def test_sweep_covers_what_it_claims():
 
 
 @pytest.fixture(params=["im2col", "direct", "scatter"])
-def algorithm(request, monkeypatch):
-    """Run under each algorithm the dispatcher can pick.
-
-    (With the default dispatch every group of this sweep is small enough for the direct
-    loops, so "direct" is also the default path here.)  "scatter" is used for every
-    unit-stride convolution (the others fall back to im2col).
-    """
-    if request.param in ("im2col", "scatter"):  # documented switch: no Numba direct loops
-        monkeypatch.setenv("CONVGRAD_DISABLE_NUMBA", "1")
-        force = request.param == "scatter"
-        monkeypatch.setattr(dispatch, "use_scatter",
-                            lambda C, O, stride, idil: force and all(s == 1 for s in stride))
-        monkeypatch.setattr(dispatch, "DIRECT_MAX_CHANNEL_PRODUCT", 0)
-    elif request.param == "direct":  # every group small enough for the direct loops
-        if dispatch is None or not getattr(getattr(dispatch, "direct", None), "HAVE_NUMBA", 0):
-            pytest.skip("no Numba direct kernels in this build")
-        monkeypatch.delenv("CONVGRAD_DISABLE_NUMBA", raising=False)
-        monkeypatch.setattr(dispatch, "DIRECT_MAX_CHANNEL_PRODUCT", 10**9)
-    return request.param
+def algorithm(request):
+    """Run under each algorithm the dispatcher can pick, pinned with ``dispatch.prefer``;
+    the tests check through the profiler that it ran."""
+    if request.param == "direct" and not direct.HAVE_NUMBA:
+        pytest.skip("no Numba: no direct loops")
+    with dispatch.prefer(request.param):
+        yield request.param
 
 
-def _all_kernels(c: Case, x, w, gy):
-    return {
-        "conv_forward": conv_forward(x, w, c.spec),
-        "conv_input_grad": conv_input_grad(gy, w, c.x.shape, c.spec),
-        "conv_weight_grad": conv_weight_grad(x, gy, c.w.shape, c.spec),
-        "conv_bias_grad": conv_bias_grad(gy),
-    }
+# the lowered stride of each pass (scatter needs unit stride): see convgrad.ops.lowering
+_PASS_STRIDE = {"conv_forward": "stride", "conv_input_grad": "input_dilation",
+                "conv_weight_grad": "kernel_dilation"}
+
+
+def _expected_algorithm(algorithm: str, kernel: str, spec: ConvSpec) -> str:
+    if kernel == "conv_bias_grad":
+        return "reduce"
+    if algorithm == "scatter" and all(s == 1 for s in getattr(spec, _PASS_STRIDE[kernel])):
+        return "scatter"
+    return "im2col" if algorithm == "scatter" else algorithm
+
+
+def _all_kernels(c: Case, x, w, gy, algorithm: str):
+    with profile() as prof:
+        got = {
+            "conv_forward": conv_forward(x, w, c.spec),
+            "conv_input_grad": conv_input_grad(gy, w, c.x.shape, c.spec),
+            "conv_weight_grad": conv_weight_grad(x, gy, c.w.shape, c.spec),
+            "conv_bias_grad": conv_bias_grad(gy),
+        }
+    for ev in prof.events:  # pinned: the algorithm ran (a "none" kernel had no output)
+        want = _expected_algorithm(algorithm, ev.name, c.spec)
+        assert ev.algorithm in ("none", "zeros") or ev.algorithm.split("/")[0] == want, (
+            ev.name, ev.algorithm, want)
+    return got
 
 
 @pytest.mark.parametrize("i", range(len(CASES)), ids=IDS)
 def test_float64(i, algorithm):
     c = CASES[i]
-    got = _all_kernels(c, c.x, c.w, c.gy)
+    got = _all_kernels(c, c.x, c.w, c.gy, algorithm)
     for (label, g), r in zip(got.items(), _references()[i]):
         assert g.dtype == np.float64, label
         try:
@@ -276,7 +281,7 @@ F32_SUBSET = sorted(set(range(0, N_RANDOM, 4)) | set(range(N_RANDOM, len(CASES))
 def test_float32(i, algorithm):
     c = CASES[i]
     x, w, gy = c.x.astype(np.float32), c.w.astype(np.float32), c.gy.astype(np.float32)
-    got = _all_kernels(c, x, w, gy)
+    got = _all_kernels(c, x, w, gy, algorithm)
     for (label, g), r in zip(got.items(), _references()[i]):
         assert g.dtype == np.float32, label
         try:

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..functional import conv as Fc
-from ..functional.conv_args import PADDING_MODES, per_dim
+from ..functional.conv import convolve
+from ..functional.conv_args import conv_args, per_dim, transpose_args
 from ..tensor import Tensor
 from ..tensor.tensor import _check_dtype
 from . import init
@@ -55,9 +55,6 @@ class _ConvNd(Module):
         self.kernel_size = per_dim("kernel_size", kernel_size, nd, who)
         self.stride = per_dim("stride", stride, nd, who)
         self.dilation = per_dim("dilation", dilation, nd, who)
-        if not isinstance(padding_mode, str) or padding_mode not in PADDING_MODES:
-            raise ValueError(f"{who}: padding_mode={padding_mode!r} must be one of "
-                             f"{PADDING_MODES}")
         self.padding_mode = padding_mode
         self.padding = padding
         if not isinstance(bias, bool):
@@ -111,23 +108,16 @@ class _Conv(_ConvNd):
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
                  padding_mode: str = "zeros", *, dtype: Any = None, rng: Any = None) -> None:
-        who = type(self).__name__
-        if isinstance(padding, str):
-            if padding not in ("same", "valid"):
-                raise ValueError(f"{who}: padding={padding!r} must be 'same', 'valid', an int "
-                                 f"or {self._nd} ints")
-            if padding == "same" and per_dim("stride", stride, self._nd, who) != (1,) * self._nd:
-                raise ValueError(f"{who}: padding='same' is not supported for stride={stride!r}; "
-                                 "it needs stride 1")
-        else:
-            padding = per_dim("padding", padding, self._nd, who, minimum=0)
+        fn, nd = type(self).__name__, self._nd
+        if not isinstance(padding, str):
+            padding = per_dim("padding", padding, nd, fn, minimum=0)
+        self._args = conv_args(nd, per_dim("kernel_size", kernel_size, nd, fn), stride, padding,
+                               dilation, groups, padding_mode, fn)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, dtype, rng)
 
     def forward(self, x: Any) -> Tensor:
-        fn = (Fc.conv1d, Fc.conv2d, Fc.conv3d)[self._nd - 1]
-        return fn(x, self.weight, self.bias, self.stride, self.padding, self.dilation,
-                  self.groups, self.padding_mode)
+        return convolve(x, self.weight, self.bias, self._args, type(self).__name__)
 
 
 class Conv1d(_Conv):
@@ -163,18 +153,11 @@ class _ConvTranspose(_ConvNd):
             raise ValueError(f"{who}: padding={padding!r} must be an int or {self._nd} ints "
                              "(no string paddings for transposed convolutions)")
         padding = per_dim("padding", padding, self._nd, who, minimum=0)
-        self_output_padding = per_dim("output_padding", output_padding, self._nd, who,
-                                      minimum=0)
-        stride_t = per_dim("stride", stride, self._nd, who)
-        dil_t = per_dim("dilation", dilation, self._nd, who)
-        for d in range(self._nd):
-            if self_output_padding[d] >= max(stride_t[d], dil_t[d]):
-                raise ValueError(f"{who}: output_padding={output_padding!r} must be smaller "
-                                 f"than max(stride, dilation)={max(stride_t[d], dil_t[d])} "
-                                 f"in dim {d}")
+        self._args = transpose_args(self._nd, stride, padding, output_padding, groups, dilation,
+                                    who)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, dtype, rng)
-        self.output_padding = self_output_padding
+        self.output_padding = per_dim("output_padding", output_padding, self._nd, who, minimum=0)
 
     def _output_padding(self, x: Any, output_size: Any) -> tuple[int, ...]:
         """``output_padding``, or the one that gives ``output_size`` (as torch computes it)."""
@@ -197,9 +180,13 @@ class _ConvTranspose(_ConvNd):
         return tuple(size[d] - lo[d] for d in range(nd))
 
     def forward(self, x: Any, output_size: Any = None) -> Tensor:
-        fn = (Fc.conv_transpose1d, Fc.conv_transpose2d, Fc.conv_transpose3d)[self._nd - 1]
-        return fn(x, self.weight, self.bias, self.stride, self.padding,
-                  self._output_padding(x, output_size), self.groups, self.dilation)
+        who = type(self).__name__
+        args = self._args
+        if output_size is not None:  # another output padding: the spec of that size
+            args = transpose_args(self._nd, self.stride, self.padding,
+                                  self._output_padding(x, output_size), self.groups,
+                                  self.dilation, who)
+        return convolve(x, self.weight, self.bias, args, who)
 
 
 class ConvTranspose1d(_ConvTranspose):

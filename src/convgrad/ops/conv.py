@@ -1,51 +1,18 @@
-"""The four convolution kernels of the public API, on ndarrays.
+"""The public convolution kernels on ndarrays, with their checks.
 
-These are the only places that do convolution arithmetic.  The two gradient kernels
-are the forward kernel with derived specs (JAX's transpose rules).  With the matmul
-analogy ``y[m, k] = x[m, j] w[j, k]`` (m: batch and output pixels, j: input channels
-and taps, k: output channels):
-
-* input gradient  ``gx[m, j] = gy[m, k] w[k, j]``: a convolution of ``gy`` with the
-  kernel transposed over channels and flipped in space; the forward's stride becomes
-  input dilation and its input dilation becomes stride, and the padding is
-  ``Kd - 1 - lo`` before, whatever makes the output the input's size after
-  (``Kd``: dilated kernel extent);
-* weight gradient ``gw[j, k] = x[j, m] gy[m, k]``: a convolution of the input (channels
-  and batch swapped, so channels play batch and batch is contracted) with ``gy`` as
-  the kernel; the forward's kernel dilation becomes stride and its stride becomes
-  kernel dilation; feature groups stay groups because group g of ``gy`` only meets
-  group g of ``x``;
-* bias gradient: ``gb[o] = sum over batch and pixels of gy[n, o, p]``.
-
-``flip`` reverses the kernel; the input gradient of a flipped convolution is an
-unflipped one, and the weight gradient of a flipped kernel is the flipped weight
-gradient.
+``conv_forward``, ``conv_input_grad``, ``conv_weight_grad`` and ``conv_bias_grad`` check
+their arguments (types, dtypes, the spec and the shape rule) and call the unchecked
+kernels of :mod:`.kernels`, where the arithmetic happens.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .dispatch import general_conv
-from .profiler import record
-from .spec import ConvSpec, _is_int, check_float_array
+from . import kernels
+from .spec import ConvSpec, check_float_array, is_int
 
-__all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad",
-           "grouped_conv"]
-
-
-def grouped_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple,
-                 lo: tuple, kdil: tuple, idil: tuple) -> tuple[int, str]:
-    """General (unflipped) convolution on grouped views, written into ``out``.
-
-    x (B, G, C, *L), w (G, O, C, *K), out (B, G, O, *P); the algorithm is chosen by
-    :func:`.dispatch.general_conv`.  Returns (FLOPs, algorithm name).
-    """
-    return general_conv(x, w, out, stride, lo, kdil, idil)
-
-
-def _spatial_flip(a: np.ndarray, nd: int) -> np.ndarray:
-    return a[(Ellipsis, *([slice(None, None, -1)] * nd))]
+__all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad"]
 
 
 def _check_spec(spec: object, fn: str) -> ConvSpec:
@@ -55,7 +22,7 @@ def _check_spec(spec: object, fn: str) -> ConvSpec:
 
 
 def _check_shape(name: str, shape: object, ndim: int, fn: str) -> tuple[int, ...]:
-    if not isinstance(shape, tuple | list) or not all(_is_int(s) for s in shape):
+    if not isinstance(shape, tuple | list) or not all(is_int(s) for s in shape):
         raise TypeError(f"{fn}: {name}={shape!r} must be a shape tuple of ints")
     out = tuple(int(s) for s in shape)
     if len(out) != ndim or any(s < 0 for s in out):
@@ -63,25 +30,17 @@ def _check_shape(name: str, shape: object, ndim: int, fn: str) -> tuple[int, ...
     return out
 
 
+def _check_gy(gy: np.ndarray, y_shape: tuple, fn: str) -> None:
+    if gy.shape != y_shape:
+        raise ValueError(f"{fn}: gy has shape {gy.shape}; the convolution's output is {y_shape}")
+
+
 def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec) -> np.ndarray:
     """``y = conv(x, w)`` per ``spec``; x (N, C_in, *L), w (C_out, C_in/G, *K), no bias."""
     fn = "conv_forward"
     spec = _check_spec(spec, fn)
     x, w = check_float_array("x", x, fn), check_float_array("weight", w, fn)
-    y_shape = spec.output_shape(x.shape, w.shape, fn)
-    nd, G = spec.ndim, spec.groups
-    N, C_in, *L = x.shape
-    C_out, Cg, *K = w.shape
-    y = np.empty(y_shape, dtype=np.result_type(x, w))
-    with record(fn, x.shape, w.shape, y_shape) as rec:
-        wg = w.reshape(G, C_out // G, Cg, *K)
-        if spec.flip:
-            wg = _spatial_flip(wg, nd)
-        rec.flops, rec.algorithm = grouped_conv(
-            x.reshape(N, G, Cg, *L), wg, y.reshape(N, G, C_out // G, *y_shape[2:]),
-            spec.stride, tuple(p[0] for p in spec.padding), spec.kernel_dilation,
-            spec.input_dilation)
-    return y
+    return kernels.conv_forward(x, w, spec, spec.output_shape(x.shape, w.shape, fn))
 
 
 def conv_input_grad(gy: np.ndarray, w: np.ndarray, x_shape: tuple, spec: ConvSpec) -> np.ndarray:
@@ -89,27 +48,9 @@ def conv_input_grad(gy: np.ndarray, w: np.ndarray, x_shape: tuple, spec: ConvSpe
     fn = "conv_input_grad"
     spec = _check_spec(spec, fn)
     gy, w = check_float_array("gy", gy, fn), check_float_array("weight", w, fn)
-    nd, G = spec.ndim, spec.groups
-    x_shape = _check_shape("x_shape", x_shape, nd + 2, fn)
-    y_shape = spec.output_shape(x_shape, w.shape, fn)
-    if gy.shape != y_shape:
-        raise ValueError(f"{fn}: gy has shape {gy.shape}; the convolution's output is {y_shape}")
-    N, C_in, *L = x_shape
-    C_out, Cg, *K = w.shape
-    Og = C_out // G
-    gx = np.empty(x_shape, dtype=np.result_type(gy, w))
-    with record(fn, gy.shape, w.shape, x_shape) as rec:
-        # the kernel with in/out channels swapped per group, flipped (flip of flip = none)
-        wt = w.reshape(G, Og, Cg, *K).swapaxes(1, 2)
-        if not spec.flip:
-            wt = _spatial_flip(wt, nd)
-        # padding before: Kd - 1 - lo, so gy's first sample meets the last tap
-        lo = tuple((K[d] - 1) * spec.kernel_dilation[d] - spec.padding[d][0] for d in range(nd))
-        rec.flops, rec.algorithm = grouped_conv(
-            gy.reshape(N, G, Og, *y_shape[2:]), wt, gx.reshape(N, G, Cg, *L),
-            stride=spec.input_dilation, lo=lo, kdil=spec.kernel_dilation,
-            idil=spec.stride)
-    return gx
+    x_shape = _check_shape("x_shape", x_shape, spec.ndim + 2, fn)
+    _check_gy(gy, spec.output_shape(x_shape, w.shape, fn), fn)
+    return kernels.conv_input_grad(gy, w, spec, x_shape)
 
 
 def conv_weight_grad(x: np.ndarray, gy: np.ndarray, w_shape: tuple, spec: ConvSpec) -> np.ndarray:
@@ -117,26 +58,9 @@ def conv_weight_grad(x: np.ndarray, gy: np.ndarray, w_shape: tuple, spec: ConvSp
     fn = "conv_weight_grad"
     spec = _check_spec(spec, fn)
     x, gy = check_float_array("x", x, fn), check_float_array("gy", gy, fn)
-    nd, G = spec.ndim, spec.groups
-    w_shape = _check_shape("w_shape", w_shape, nd + 2, fn)
-    y_shape = spec.output_shape(x.shape, w_shape, fn)
-    if gy.shape != y_shape:
-        raise ValueError(f"{fn}: gy has shape {gy.shape}; the convolution's output is {y_shape}")
-    N, C_in, *L = x.shape
-    C_out, Cg, *K = w_shape
-    Og = C_out // G
-    gw = np.empty(w_shape, dtype=np.result_type(x, gy))
-    with record(fn, x.shape, gy.shape, w_shape) as rec:
-        # channels of x play batch, the batch is contracted, gy is the kernel
-        xt = x.reshape(N, G, Cg, *L).transpose(2, 1, 0, *range(3, 3 + nd))
-        gyt = gy.reshape(N, G, Og, *y_shape[2:]).transpose(1, 2, 0, *range(3, 3 + nd))
-        out = gw.reshape(G, Og, Cg, *K).transpose(2, 0, 1, *range(3, 3 + nd))
-        if spec.flip:
-            out = _spatial_flip(out, nd)
-        rec.flops, rec.algorithm = grouped_conv(
-            xt, gyt, out, stride=spec.kernel_dilation,
-            lo=tuple(p[0] for p in spec.padding), kdil=spec.stride, idil=spec.input_dilation)
-    return gw
+    w_shape = _check_shape("w_shape", w_shape, spec.ndim + 2, fn)
+    _check_gy(gy, spec.output_shape(x.shape, w_shape, fn), fn)
+    return kernels.conv_weight_grad(x, gy, spec, w_shape)
 
 
 def conv_bias_grad(gy: np.ndarray) -> np.ndarray:
@@ -145,6 +69,4 @@ def conv_bias_grad(gy: np.ndarray) -> np.ndarray:
     gy = check_float_array("gy", gy, fn)
     if gy.ndim < 3:
         raise ValueError(f"{fn}: gy must have shape (N, C_out, *spatial), got {gy.shape}")
-    with record(fn, gy.shape, flops=gy.size) as rec:
-        rec.algorithm = "reduce"
-        return gy.sum(axis=(0, *range(2, gy.ndim)))
+    return kernels.conv_bias_grad(gy)

@@ -9,12 +9,18 @@ matrix product.  These loops read a zero-padded slab in place instead.  Layout:
 with ``out[b,g,o,r,j] = sum_{c,t} w[g,o,c,t] * slab[b,g,c, row[r] + tap[t] + j*step]``.
 Two loop orders: vectorised over ``j`` (long output rows) or over the taps of one
 kernel row (long kernels, e.g. a weight gradient whose "kernel" is a whole image).
-Numba is optional: without it the dispatcher never selects these kernels.
+Numba is optional: without it the dispatcher never selects these kernels.  Which loop
+order, whether to run Numba's threads and whether to allow reassociation are decided by
+the dispatch point (:func:`convgrad.ops.dispatch.plan`).
 """
 
 from __future__ import annotations
 
+from math import prod
+
 import numpy as np
+
+from .slab import padded_slab, slab_extent
 
 try:  # pragma: no cover - exercised whenever numba is installed
     import numba
@@ -27,18 +33,13 @@ except ImportError:  # pragma: no cover
 _kernels: dict = {}
 
 
-# below this many multiply-adds the loops run on one thread (waking threads costs more)
-PARALLEL_MIN_FMAS = 1 << 18
-
-
-def _compile(parallel: bool):
-    key = "parallel" if parallel else "serial"
+def _compile(loop: str, parallel: bool, fastmath: bool):
+    key = (loop, parallel, fastmath)
     if key in _kernels:
         return _kernels[key]
     njit = numba.njit
     prange = numba.prange if parallel else range
 
-    @njit(parallel=parallel, cache=True, fastmath=False)
     def rows(slab, w, out, row, tap, step):
         B, G, C, _ = slab.shape
         O, T = w.shape[1], w.shape[3]
@@ -65,7 +66,6 @@ def _compile(parallel: bool):
                 out[b, g, o, r, :] = acc
         return out
 
-    @njit(parallel=parallel, cache=True, fastmath=True)
     def taps(slab, w, out, row, tap_rows, kl, kstep, step):
         # tap t = tr * kl + i; taps of one kernel row are kstep apart in the slab
         B, G, C, _ = slab.shape
@@ -87,8 +87,10 @@ def _compile(parallel: bool):
                     out[b, g, o, r, j] = acc
         return out
 
-    _kernels[key] = {"rows": rows, "taps": taps}
-    return _kernels[key]
+    kernel = njit(parallel=parallel, cache=True, fastmath=fastmath)(
+        rows if loop == "rows" else taps)
+    _kernels[key] = kernel
+    return kernel
 
 
 def _offsets(shape: tuple, steps: tuple, extents: tuple) -> np.ndarray:
@@ -101,24 +103,40 @@ def _offsets(shape: tuple, steps: tuple, extents: tuple) -> np.ndarray:
     return off
 
 
-def direct_conv(slab: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple,
-                dil: tuple) -> None:
-    """``out`` (B, G, O, *P) from a padded contiguous ``slab`` (B, G, C, *S), w (G, O, C, *K)."""
+def direct_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo: tuple,
+                dil: tuple, budget: int, loop: str, parallel: bool, fastmath: bool) -> int:
+    """``out`` (B, G, O, *P) from x (B, G, C, *L) and w (G, O, C, *K), reading x as zero
+    outside; the padded slab of a batch chunk stays within ``budget`` bytes.  Returns
+    the multiply-add FLOPs."""
+    B, G, C, *L = x.shape
+    O, K, P = w.shape[1], w.shape[3:], out.shape[3:]
+    nd = len(P)
+    ext = [slab_extent(P[i], K[i], stride[i], dil[i]) for i in range(nd)]
+    start = [-lo[i] for i in range(nd)]
+    per_sample = G * C * prod(ext) * out.dtype.itemsize
+    nb = max(1, min(B, budget // max(per_sample, 1)))
+    kernel = _compile(loop, parallel, fastmath)
+    for b0 in range(0, B, nb):
+        slab = padded_slab(x[b0:b0 + nb], start, ext, out.dtype, contiguous=True)
+        if slab is None:
+            out[b0:b0 + nb] = 0
+            continue
+        _run(kernel, loop, slab, w, out[b0:b0 + nb], stride, dil)
+    return 2 * B * G * O * C * prod(K) * prod(P)
+
+
+def _run(kernel, loop: str, slab: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple,
+         dil: tuple) -> None:
     B, G, C, *S = slab.shape
     O, K, P = w.shape[1], w.shape[3:], out.shape[3:]
-    k = _compile(B * G * O * C * int(np.prod(K)) * int(np.prod(P)) >= PARALLEL_MIN_FMAS)
-    nd = len(P)
     dtype = out.dtype
     slab_f = slab.reshape(B, G, C, -1)
     wf = np.ascontiguousarray(w, dtype=dtype).reshape(G, O, C, -1)
     row = _offsets(tuple(S), stride[:-1] + (0,), tuple(P[:-1]) + (1,))
     res = np.empty((B, G, O, int(np.prod(P[:-1], dtype=np.int64)), P[-1]), dtype=dtype)
-    step = stride[-1]
-    if P[-1] >= K[-1] or P[-1] >= 16:
-        tap = _offsets(tuple(S), dil, tuple(K))
-        k["rows"](slab_f, wf, res, row, tap, step)
+    if loop == "rows":
+        kernel(slab_f, wf, res, row, _offsets(tuple(S), dil, tuple(K)), stride[-1])
     else:
         tap_rows = _offsets(tuple(S), dil[:-1] + (0,), tuple(K[:-1]) + (1,))
-        k["taps"](slab_f, wf, res, row, tap_rows, K[-1], dil[-1], step)
+        kernel(slab_f, wf, res, row, tap_rows, K[-1], dil[-1], stride[-1])
     out[...] = res.reshape(B, G, O, *P)
-    _ = nd

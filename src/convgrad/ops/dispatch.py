@@ -1,112 +1,210 @@
-"""The one place that chooses a convolution algorithm per shape.
+"""The one point that chooses how a convolution pass runs: :func:`plan`.
 
-Every kernel of :mod:`.conv` lands in :func:`general_conv` on grouped views.  A
-unit-stride convolution with fewer output than input channels (an input gradient, a
-transposed convolution) is computed by ``scatter`` (multiply, then add onto the output
-lattice).  Otherwise input dilation is split by :mod:`.polyphase` into dense
-convolutions ``out[b,g,o,p] = sum_{c,k} x[b,g,c,p*s+k*d-lo] * w[g,o,c,k]``, each
-computed by:
+A pass (forward, input gradient, weight gradient) is lowered to one unflipped grouped
+convolution (:mod:`.lowering`), and :func:`plan` returns the algorithm and its
+parameters for it; :meth:`Plan.run` executes it.  The algorithms:
 
-* ``direct`` (Numba loops over a padded slab): groups with few channels, where a
-  patch matrix would cost more to build than to multiply (depthwise, SSIM windows);
-* ``im2col`` (patch matrix + BLAS, chunked): everything else.
+* ``scatter`` (:mod:`.scatter`): unit stride and fewer output than input channels (an
+  input gradient, a transposed convolution): multiply, then add onto the output lattice;
+* otherwise input dilation is split by :mod:`.polyphase` into dense convolutions (one
+  per output residue class, so no zero is multiplied), each computed by
+  - ``direct`` (:mod:`.direct`, Numba loops over a padded slab): groups with few
+    channels, where a patch matrix costs more to build than to multiply (depthwise,
+    SSIM windows);
+  - ``im2col`` (:mod:`.im2col`, patch matrix + BLAS, chunked): everything else.
+
+Every threshold below carries the reason for its value.  Tests pin decisions through
+the profiler's ``algorithm`` (``Plan.name``).
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from math import prod
 
 import numpy as np
 
 from . import direct
-from .im2col import im2col_conv, padded_slab
+from .im2col import im2col_conv
+from .lowering import Lowered, lower
+from .parallel import num_threads
 from .polyphase import covers_all, phases
 from .scatter import scatter_conv
+from .slab import slab_extent
+from .spec import ConvSpec
 from .workspace import get_workspace_limit
 
-# a group this small (input x output channels) goes to the direct loops
+__all__ = ["ALGORITHMS", "Plan", "Step", "plan", "prefer"]
+
+ALGORITHMS = ("scatter", "direct", "im2col")
+
+# C*O at most this: im2col's patch copy (C*K per output) costs more than its product
+# (O*C*K multiply-adds per output), so read the slab in place with the direct loops.
 DIRECT_MAX_CHANNEL_PRODUCT = 16
+# The padded slab is the direct loops' one buffer: half the workspace, the rest holds
+# the result block it is copied from.
+DIRECT_SLAB_SHARE = 2
+# Numba's threads: below this many multiply-adds waking them costs more than the loop.
+DIRECT_PARALLEL_MIN_FMAS = 1 << 18
+# An output row at least this long (two AVX-512 or four AVX2 vectors of float32) is
+# vectorised along the row; shorter rows with longer kernel rows (weight gradients,
+# whose "kernel" is an image) along the kernel taps instead.
+DIRECT_ROW_VECTOR_MIN = 16
+# scatter's product has O*K rows per input pixel where im2col copies C*K: it pays when
+# the input has at least this many times the output's channels.
+SCATTER_CHANNEL_RATIO = 4
+# scatter's products of all workers together take at most 1/2 of the workspace; the
+# rest is for the transposed weight and NumPy's buffers of the strided adds.
+SCATTER_COLS_SHARE = 2
+# im2col chunks aim at this many bytes (slab + patches + result): cache-sized, so the
+# patch copy is still in cache for the GEMM (measured: W1 forward 12.9 -> 11.2 ms
+# against 4 MiB); each of the concurrent workers gets its share of a smaller workspace.
+IM2COL_CHUNK_BYTES = 8 * 2**20
 
 
 def _direct_enabled() -> bool:
     return direct.HAVE_NUMBA and os.environ.get("CONVGRAD_DISABLE_NUMBA", "") in ("", "0")
 
 
-def choose(x_shape: tuple, w_shape: tuple, out_shape: tuple, stride: tuple,
-           dil: tuple, itemsize: int) -> str:
-    """Name of the algorithm for one dense convolution of these shapes."""
-    B, G, C, *L = x_shape
-    O, K, P = w_shape[1], w_shape[3:], out_shape[3:]
-    if C * O <= DIRECT_MAX_CHANNEL_PRODUCT and _direct_enabled():
-        slab = G * C * prod((P[i] - 1) * stride[i] + (K[i] - 1) * dil[i] + 1
-                            for i in range(len(P)))
-        if slab * itemsize <= get_workspace_limit() // 2:
-            return "direct"
-    return "im2col"
+_preferred = threading.local()  # .name: an algorithm pinned by prefer() in this thread
 
 
-def _direct_conv(x, w, out, stride, lo, dil) -> int:
-    B, G, C, *L = x.shape
-    O, K, P = w.shape[1], w.shape[3:], out.shape[3:]
-    nd = len(P)
-    ext = [(P[i] - 1) * stride[i] + (K[i] - 1) * dil[i] + 1 for i in range(nd)]
-    start = [-lo[i] for i in range(nd)]
-    per_sample = G * C * prod(ext) * out.dtype.itemsize
-    nb = max(1, min(B, (get_workspace_limit() // 2) // max(per_sample, 1)))
-    for b0 in range(0, B, nb):
-        slab = padded_slab(x[b0:b0 + nb], start, ext, out.dtype, contiguous=True)
-        if slab is None:
-            out[b0:b0 + nb] = 0
-            continue
-        direct.direct_conv(slab, w, out[b0:b0 + nb], stride, dil)
-    return 2 * B * G * O * C * prod(K) * prod(P)
+@contextmanager
+def prefer(name: str) -> Iterator[None]:
+    """Inside, this thread uses ``name`` wherever it applies, whatever the thresholds say:
+    ``scatter`` for every unit-stride pass, ``direct`` for every dense convolution whose
+    slab fits (Numba installed), ``im2col`` for everything (no scatter, no direct).  For
+    tests and benchmarks that pin an algorithm; they check the profiler's ``algorithm``."""
+    if name not in ALGORITHMS:
+        raise ValueError(f"prefer: name={name!r} must be one of {ALGORITHMS}")
+    saved = getattr(_preferred, "name", None)
+    _preferred.name = name
+    try:
+        yield
+    finally:
+        _preferred.name = saved
 
 
-def dense_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo: tuple,
-               dil: tuple) -> tuple[int, str]:
-    """Fill ``out`` (B, G, O, *P) from ``x`` (B, G, C, *L) and ``w`` (G, O, C, *K).
+@dataclass(frozen=True)
+class Step:
+    """One dense convolution (no input dilation) of a plan: a tap lattice of the kernel
+    into an output lattice, by ``algorithm`` with its parameters."""
 
-    Returns (FLOPs performed, name of the algorithm used).
-    """
-    if out.size == 0:
-        return 0, "none"
-    algo = choose(x.shape, w.shape, out.shape, stride, dil, out.dtype.itemsize)
-    if algo == "direct" and x.shape[0] and x.shape[2] and all(x.shape[3:]):
-        return _direct_conv(x, w, out, stride, lo, dil), algo
-    return im2col_conv(x, w, out, stride, lo, dil), "im2col"
+    algorithm: str               # "direct" or "im2col"
+    taps: tuple[slice, ...]      # the kernel taps this step uses, per spatial dim
+    outs: tuple[slice, ...]      # the outputs it writes, per spatial dim
+    stride: tuple[int, ...]
+    lo: tuple[int, ...]
+    dil: tuple[int, ...]
+    budget: int                  # workspace bytes (per chunk, or the slab for direct)
+    loop: str = ""               # direct: "rows" (along output rows) or "taps"
+    parallel: bool = False       # direct: Numba's parallel loops
+    fastmath: bool = False       # direct: let the compiler reassociate the sum
 
 
-def use_scatter(C: int, O: int, stride: tuple, idil: tuple) -> bool:
-    """Scatter needs unit stride; it pays when the output has fewer channels (O*K rows
-    instead of C*K) or when input dilation would otherwise split the work in phases."""
-    if any(s != 1 for s in stride):
+@dataclass(frozen=True)
+class Plan:
+    """How one lowered pass runs; ``name`` is what the profiler shows."""
+
+    name: str
+    low: Lowered
+    steps: tuple[Step, ...] = ()
+    zero_fill: bool = False      # some outputs meet no real input sample
+    budget: int = 0              # scatter: bytes of products for all workers
+
+    def run(self) -> int:
+        """Execute; returns the multiply-add FLOPs performed."""
+        low = self.low
+        if self.name == "none":
+            return 0
+        if self.name == "scatter":
+            return scatter_conv(low.x, low.w, low.out, low.lo, low.kdil, low.idil, self.budget)
+        if self.zero_fill:
+            low.out[...] = 0
+        flops = 0
+        for st in self.steps:
+            sub_w = low.w[(Ellipsis, *st.taps)]
+            sub_out = low.out[(Ellipsis, *st.outs)]
+            if st.algorithm == "direct":
+                flops += direct.direct_conv(low.x, sub_w, sub_out, st.stride, st.lo, st.dil,
+                                            st.budget, st.loop, st.parallel, st.fastmath)
+            else:
+                flops += im2col_conv(low.x, sub_w, sub_out, st.stride, st.lo, st.dil,
+                                     st.budget)
+        return flops
+
+
+def _dense_step(low: Lowered, taps: tuple, outs: tuple, stride: tuple, lo: tuple,
+                dil: tuple) -> Step:
+    """The algorithm for one dense convolution of the lowered shapes."""
+    B, G, C, *L = low.x.shape
+    O = low.w.shape[1]
+    K = [len(range(*t.indices(k))) for t, k in zip(taps, low.w.shape[3:])]
+    P = [len(range(*s.indices(p))) for s, p in zip(outs, low.out.shape[3:])]
+    itemsize = low.out.dtype.itemsize
+    limit = get_workspace_limit()
+    pinned = getattr(_preferred, "name", None)
+    small = C * O <= DIRECT_MAX_CHANNEL_PRODUCT if pinned is None else pinned == "direct"
+    if small and _direct_enabled() and B and C and all(L):
+        extent = [slab_extent(P[i], K[i], stride[i], dil[i]) for i in range(len(P))]
+        if G * C * prod(extent) * itemsize <= limit // DIRECT_SLAB_SHARE:
+            rows = P[-1] >= K[-1] or P[-1] >= DIRECT_ROW_VECTOR_MIN
+            fmas = B * G * O * C * prod(K) * prod(P)
+            # rows: one accumulator per output, vectorised along the row as written, so
+            # the sum keeps its order; taps: a scalar reduction, which the compiler only
+            # vectorises when allowed to reassociate it (fastmath)
+            return Step("direct", taps, outs, stride, lo, dil, limit // DIRECT_SLAB_SHARE,
+                        loop="rows" if rows else "taps",
+                        parallel=fmas >= DIRECT_PARALLEL_MIN_FMAS, fastmath=not rows)
+    budget = min(limit // num_threads(), IM2COL_CHUNK_BYTES)
+    return Step("im2col", taps, outs, stride, lo, dil, budget)
+
+
+def _use_scatter(low: Lowered) -> bool:
+    C, O = low.x.shape[2], low.w.shape[1]
+    pinned = getattr(_preferred, "name", None)
+    if any(s != 1 for s in low.stride) or pinned in ("direct", "im2col"):
         return False
-    return 4 * O <= C or (O < C and any(d > 1 for d in idil))
+    if pinned == "scatter":
+        return True
+    if C * O <= DIRECT_MAX_CHANNEL_PRODUCT:
+        return False
+    if prod(low.w.shape[3:]) == 1 and all(d == 1 for d in low.idil):
+        return False  # one tap, no dilation: a plain GEMM already, im2col copies nothing
+    # fewer output channels: O*K product rows instead of C*K patch rows; with input
+    # dilation, one pass over real samples instead of a polyphase split
+    return SCATTER_CHANNEL_RATIO * O <= C or (O < C and any(d > 1 for d in low.idil))
 
 
-def general_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo: tuple,
-                 kdil: tuple, idil: tuple) -> tuple[int, str]:
-    """Convolution with input dilation on grouped views (see the module docstring)."""
-    nd = len(stride)
-    C, O = x.shape[2], w.shape[1]
-    if out.size == 0:
-        return 0, "none"
-    one_tap = prod(w.shape[3:]) == 1 and all(d == 1 for d in idil)  # a plain GEMM already
-    if use_scatter(C, O, stride, idil) and C * O > DIRECT_MAX_CHANNEL_PRODUCT and not one_tap:
-        return scatter_conv(x, w, out, lo, kdil, idil), "scatter"
-    K, P = w.shape[3:], out.shape[3:]
-    per_dim = [phases(K[d], P[d], stride[d], lo[d], kdil[d], idil[d]) for d in range(nd)]
-    if not all(covers_all(per_dim[d], P[d]) for d in range(nd)):
-        out[...] = 0
-    flops, algos = 0, set()
-    for combo in itertools.product(*per_dim):
-        sub_w = w[(Ellipsis, *(ph.tap_slice() for ph in combo))]
-        sub_out = out[(Ellipsis, *(ph.out_slice() for ph in combo))]
-        f, algo = dense_conv(x, sub_w, sub_out, tuple(ph.stride for ph in combo),
-                             tuple(-ph.base for ph in combo),
-                             tuple(ph.dilation for ph in combo))
-        flops += f
-        algos.add(algo)
-    return flops, "+".join(sorted(algos)) + ("/polyphase" if any(i > 1 for i in idil) else "")
+def plan_lowered(low: Lowered) -> Plan:
+    """The plan of a lowered pass on the NumPy engine."""
+    if low.out.size == 0:
+        return Plan("none", low)
+    if _use_scatter(low):
+        return Plan("scatter", low, budget=get_workspace_limit() // SCATTER_COLS_SHARE)
+    nd = len(low.stride)
+    K, P = low.w.shape[3:], low.out.shape[3:]
+    per_dim = [phases(K[d], P[d], low.stride[d], low.lo[d], low.kdil[d], low.idil[d])
+               for d in range(nd)]
+    steps = tuple(
+        _dense_step(low, tuple(ph.tap_slice() for ph in combo),
+                    tuple(ph.out_slice() for ph in combo), tuple(ph.stride for ph in combo),
+                    tuple(-ph.base for ph in combo), tuple(ph.dilation for ph in combo))
+        for combo in itertools.product(*per_dim))
+    zero_fill = not all(covers_all(per_dim[d], P[d]) for d in range(nd))
+    name = "+".join(sorted({s.algorithm for s in steps})) or "zeros"
+    if any(i > 1 for i in low.idil):
+        name += "/polyphase"
+    return Plan(name, low, steps, zero_fill)
+
+
+def plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
+         spec: ConvSpec) -> Plan:
+    """How ``out = pass_(lhs, rhs)`` runs: ``forward`` (x, w -> y), ``input_grad``
+    (gy, w -> gx) or ``weight_grad`` (x, gy -> gw) of the convolution ``spec``."""
+    return plan_lowered(lower(pass_, lhs, rhs, out, spec))

@@ -22,19 +22,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .parallel import num_threads, run_chunks
-from .workspace import get_workspace_limit
+from .slab import padded_slab, slab_extent
 
 # Below this many output positions per image, fold the batch into one GEMM.
 FOLD_BATCH_BELOW = 512
-# Chunks aim at this many bytes (cache-sized: the patch copy stays in cache for the GEMM);
-# the workspace limit, if smaller, wins.
-CHUNK_TARGET_BYTES = 8 * 2**20
-# folded (weight-gradient) GEMMs want wide column blocks: a larger target
-FOLD_TARGET_BYTES = 8 * 2**20
-
-
-def _slab_extent(pc: int, kc: int, s: int, d: int) -> int:
-    return (pc - 1) * s + (kc - 1) * d + 1
 
 
 def plan_chunks(B: int, G: int, C: int, O: int, P: tuple, K: tuple, stride: tuple,
@@ -45,7 +36,7 @@ def plan_chunks(B: int, G: int, C: int, O: int, P: tuple, K: tuple, stride: tupl
 
     def cost(c: list[int]) -> int:
         nb, pc, kc = c[0], c[1:1 + nd], c[1 + nd:]
-        slab = prod(_slab_extent(pc[i], kc[i], stride[i], dil[i]) for i in range(nd))
+        slab = prod(slab_extent(pc[i], kc[i], stride[i], dil[i]) for i in range(nd))
         elems = nb * G * (C * slab + C * prod(kc) * prod(pc) + O * prod(pc))
         return elems * itemsize
 
@@ -66,8 +57,9 @@ def plan_chunks(B: int, G: int, C: int, O: int, P: tuple, K: tuple, stride: tupl
 
 
 def im2col_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo: tuple,
-                dil: tuple) -> int:
-    """Compute ``out`` (see module docstring); returns the multiply-add FLOPs done."""
+                dil: tuple, budget: int) -> int:
+    """Compute ``out`` (see module docstring) in chunks of at most ``budget`` bytes each;
+    returns the multiply-add FLOPs done."""
     B, G, C, *L = x.shape
     _, O, _, *K = w.shape
     P = out.shape[3:]
@@ -78,8 +70,6 @@ def im2col_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo
         out[...] = 0
         return 0
     dtype = out.dtype
-    budget = min(get_workspace_limit() // num_threads(),  # chunks run concurrently
-                 CHUNK_TARGET_BYTES if prod(P) >= FOLD_BATCH_BELOW else FOLD_TARGET_BYTES)
     chunk = plan_chunks(B, G, C, O, tuple(P), tuple(K), stride, dil, dtype.itemsize, budget)
     nb_c, p_c, k_c = chunk[0], chunk[1:1 + nd], chunk[1 + nd:]
     p_starts = list(itertools.product(*(range(0, P[i], p_c[i]) for i in range(nd))))
@@ -103,31 +93,12 @@ def im2col_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo
     return run_chunks([partial(task, b0, p0) for b0 in range(0, B, nb_c) for p0 in p_starts])
 
 
-def padded_slab(x: np.ndarray, start: list, ext: list, dtype, contiguous: bool = False):
-    """``x[..., start:start+ext]`` per spatial dim, zero outside ``x``; None if all zero.
-
-    A view of ``x`` when no padding is needed (unless ``contiguous``), else a new array.
-    """
-    L = x.shape[3:]
-    nd = len(L)
-    src = tuple(slice(max(start[i], 0), min(start[i] + ext[i], L[i])) for i in range(nd))
-    if any(s.start >= s.stop for s in src):
-        return None
-    inside = all(start[i] >= 0 and start[i] + ext[i] <= L[i] for i in range(nd))
-    if inside and not contiguous:
-        return x[(Ellipsis, *src)]
-    slab = (np.empty if inside else np.zeros)((*x.shape[:3], *ext), dtype=dtype)
-    dst = tuple(slice(s.start - start[i], s.stop - start[i]) for i, s in enumerate(src))
-    slab[(Ellipsis, *dst)] = x[(Ellipsis, *src)]
-    return slab
-
-
 def _chunk(x, w, out_view, stride, lo, dil, p0, pc, k0, kc, accumulate) -> int:
     nb, G, C, *L = x.shape
     O = w.shape[1]
     nd = len(pc)
     start = [p0[i] * stride[i] + k0[i] * dil[i] - lo[i] for i in range(nd)]
-    ext = [_slab_extent(pc[i], kc[i], stride[i], dil[i]) for i in range(nd)]
+    ext = [slab_extent(pc[i], kc[i], stride[i], dil[i]) for i in range(nd)]
     flat = (nd >= 2 and all(v == 1 for v in stride) and prod(pc) >= FOLD_BATCH_BELOW
             and kc[-1] <= pc[-1])
     slab = padded_slab(x, start, ext, out_view.dtype)

@@ -23,7 +23,6 @@ from math import prod
 import numpy as np
 
 from .parallel import num_threads, run_chunks
-from .workspace import get_workspace_limit
 
 
 def _tap_range(k: int, dk: int, lo: int, di: int, i0: int, i1: int, n_out: int):
@@ -35,7 +34,7 @@ def _tap_range(k: int, dk: int, lo: int, di: int, i0: int, i1: int, n_out: int):
 
 
 def scatter_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, lo: tuple, kdil: tuple,
-                 idil: tuple) -> int:
+                 idil: tuple, budget: int) -> int:
     """``out`` (B, G, O, *P) = unit-stride conv of x (B, G, C, *L) with w (G, O, C, *K)."""
     B, G, C, *L = x.shape
     O, K, P = w.shape[1], w.shape[3:], out.shape[3:]
@@ -48,7 +47,7 @@ def scatter_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, lo: tuple, kdil:
     wt = np.ascontiguousarray(
         np.moveaxis(w.reshape(G, O, C, nk), 3, 2).reshape(G, O * nk, C), dtype=dtype)
     row = O * nk * prod(L[1:]) * dtype.itemsize  # cols bytes per sample and first-dim row
-    rows = max(1, get_workspace_limit() // 2 // num_threads() // max(row, 1))
+    rows = max(1, budget // num_threads() // max(row, 1))  # rows of cols per worker
     nb = max(1, min(B, rows // L[0])) if rows >= L[0] else 1
     step0 = L[0] if rows >= L[0] else rows
     nb = min(nb, -(-B // num_threads()))  # one batch chunk per worker at least

@@ -13,15 +13,15 @@ from numbers import Integral
 
 import numpy as np
 
-__all__ = ["ConvSpec", "check_float_array", "output_length"]
+__all__ = ["ConvSpec", "check_float_array", "is_int", "output_length"]
 
 
-def _is_int(v: object) -> bool:
+def is_int(v: object) -> bool:
     return isinstance(v, Integral) and not isinstance(v, bool)
 
 
 def _int_tuple(name: str, value: object, minimum: int | None) -> tuple[int, ...]:
-    if not isinstance(value, tuple | list) or not all(_is_int(v) for v in value):
+    if not isinstance(value, tuple | list) or not all(is_int(v) for v in value):
         raise TypeError(f"ConvSpec: {name}={value!r} must be a tuple of ints, one per spatial dim")
     out = tuple(int(v) for v in value)
     if minimum is not None and any(v < minimum for v in out):
@@ -64,7 +64,7 @@ class ConvSpec:
         idl = _int_tuple("input_dilation", self.input_dilation, 1)
         pad = self.padding
         if not isinstance(pad, tuple | list) or not all(
-            isinstance(p, tuple | list) and len(p) == 2 and all(_is_int(v) for v in p) for p in pad
+            isinstance(p, tuple | list) and len(p) == 2 and all(is_int(v) for v in p) for p in pad
         ):
             raise TypeError(
                 f"ConvSpec: padding={pad!r} must be a tuple of (lo, hi) int pairs, "
@@ -80,7 +80,7 @@ class ConvSpec:
                     f"ConvSpec: {name}={v} has {len(v)} entries but stride={stride} has {nd}; "
                     "every field needs one entry per spatial dim"
                 )
-        if not _is_int(self.groups) or self.groups < 1:
+        if not is_int(self.groups) or self.groups < 1:
             raise ValueError(f"ConvSpec: groups={self.groups!r} must be an int >= 1")
         if not isinstance(self.flip, bool | np.bool_):
             raise TypeError(f"ConvSpec: flip={self.flip!r} must be a bool")
@@ -139,6 +139,31 @@ class ConvSpec:
                 )
             spatial.append(max(out, 0))
         return (n, c_out, *spatial)
+
+
+    def transposed_shape(self, y_shape: tuple[int, ...], w_shape: tuple[int, ...],
+                         fn: str = "conv_transpose") -> tuple[int, ...]:
+        """The smallest input shape ``(N, C_in, *L)`` whose output is ``y_shape``.
+
+        That is the output shape of the transposed convolution of ``y`` (the input
+        gradient of this one): per dim the least ``L`` with
+        ``(L - 1) * input_dilation + 1 + lo + hi - Kd >= (P - 1) * stride``.  Raises when
+        it is < 1.  Channels are the caller's to check.
+        """
+        n, _, *P = y_shape
+        c_out, c_per_group, *K = w_shape
+        spatial = []
+        for d in range(self.ndim):
+            lo, hi = self.padding[d]
+            need = (P[d] - 1) * self.stride[d] + (K[d] - 1) * self.kernel_dilation[d] - lo - hi
+            length = -(-need // self.input_dilation[d]) + 1  # ceil division, then + 1
+            if length < 1:
+                raise ValueError(
+                    f"{fn}: output length {length} < 1 in spatial dim {d}: input {P[d]}, "
+                    f"kernel {K[d]} (dilation {self.kernel_dilation[d]}), stride "
+                    f"{self.stride[d]}, padding {(lo, hi)}")
+            spatial.append(length)
+        return (n, c_per_group * self.groups, *spatial)
 
 
 def check_float_array(name: str, a: object, fn: str) -> np.ndarray:

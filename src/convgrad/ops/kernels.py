@@ -1,0 +1,54 @@
+"""The four convolution kernels, unchecked: callers pass validated arrays, spec and shapes.
+
+These are the only places that do convolution arithmetic: each pass asks the dispatch
+point (:func:`.dispatch.plan`) how to run and records one profiler event.  The public,
+checked versions are in :mod:`.conv`; the autograd Functions call these directly, since
+the edge (:mod:`convgrad.functional.conv_args`) has already applied the shape rule once.
+The transpose rules that turn each pass into a convolution are in :mod:`.lowering`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dispatch import plan
+from .profiler import record
+from .spec import ConvSpec
+
+__all__ = ["conv_bias_grad", "conv_forward", "conv_input_grad", "conv_weight_grad"]
+
+
+def _run(name: str, pass_: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
+         spec: ConvSpec) -> np.ndarray:
+    with record(name, lhs.shape, rhs.shape, out.shape) as rec:
+        p = plan(pass_, lhs, rhs, out, spec)
+        rec.algorithm = p.name
+        rec.flops = p.run()
+    return out
+
+
+def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec, y_shape: tuple) -> np.ndarray:
+    """``y = conv(x, w)`` of shape ``y_shape`` (the shape rule's result), no bias."""
+    y = np.empty(y_shape, dtype=np.result_type(x, w))
+    return _run("conv_forward", "forward", x, w, y, spec)
+
+
+def conv_input_grad(gy: np.ndarray, w: np.ndarray, spec: ConvSpec, x_shape: tuple
+                    ) -> np.ndarray:
+    """``d(sum(conv(x, w) * gy)) / dx`` for an input of shape ``x_shape``."""
+    gx = np.empty(x_shape, dtype=np.result_type(gy, w))
+    return _run("conv_input_grad", "input_grad", gy, w, gx, spec)
+
+
+def conv_weight_grad(x: np.ndarray, gy: np.ndarray, spec: ConvSpec, w_shape: tuple
+                     ) -> np.ndarray:
+    """``d(sum(conv(x, w) * gy)) / dw`` for a weight of shape ``w_shape``."""
+    gw = np.empty(w_shape, dtype=np.result_type(x, gy))
+    return _run("conv_weight_grad", "weight_grad", x, gy, gw, spec)
+
+
+def conv_bias_grad(gy: np.ndarray) -> np.ndarray:
+    """Sum of ``gy`` (N, C_out, *spatial) over the batch and spatial dims: shape (C_out,)."""
+    with record("conv_bias_grad", gy.shape, flops=gy.size) as rec:
+        rec.algorithm = "reduce"
+        return gy.sum(axis=(0, *range(2, gy.ndim)))

@@ -1,0 +1,141 @@
+"""Differentiable convolutions: three primitives closed under differentiation, and the bias.
+
+``Conv`` (forward, with optional bias), ``ConvInputGrad`` and ``ConvWeightGrad`` are
+bilinear maps and each one's backward is made of the others, so gradients of any
+order are convolutions again:
+
+* ``y = conv(x, w)``:            dx = input_grad(g, w),   dw = weight_grad(x, g)
+* ``gx = input_grad(gy, w)``:    d gy = conv(h, w),       dw = weight_grad(h, gy)
+  (``<input_grad(gy, w), h> = <gy, conv(h, w)>``)
+* ``gw = weight_grad(x, gy)``:   dx = input_grad(gy, h),  d gy = conv(x, h)
+  (``<weight_grad(x, gy), h> = <gy, conv(x, h)>``)
+* bias: ``gb = bias_grad(g)``, whose own gradient broadcasts back (``BiasExpand``);
+  ``AddBias`` adds a bias to an existing output (a transposed convolution's).
+
+Each backward asks ``ctx.needs_input_grad`` and runs only the kernels needed.  The
+arguments arrive validated (the edge, :mod:`convgrad.functional.conv_args`, applied the
+shape rule once), so the unchecked kernels of :mod:`convgrad.ops.kernels` run them.  A
+transposed convolution is ``ConvInputGrad`` of the convolution it transposes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd import Context, Function
+from ..ops import kernels
+from ..ops.spec import ConvSpec
+
+__all__ = ["AddBias", "BiasExpand", "Conv", "ConvBiasGrad", "ConvInputGrad", "ConvWeightGrad"]
+
+Tensor = Any  # annotations: these rules see the tensor layer's Tensor
+
+
+def _add_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``y + b`` over the channel dim, in place when the dtype allows."""
+    if np.result_type(b, y) != y.dtype:
+        y = y.astype(np.result_type(b, y))
+    y += b.reshape((1, -1) + (1,) * (y.ndim - 2))
+    return y
+
+
+class Conv(Function):
+    """``y = conv(x, w) + b`` (``b`` may be None) of shape ``y_shape``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
+                spec: ConvSpec, y_shape: tuple) -> np.ndarray:
+        ctx.spec = spec
+        y = kernels.conv_forward(x, w, spec, y_shape)
+        return y if b is None else _add_bias(y, b)
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        x, w, b = ctx.inputs
+        spec, need = ctx.spec, ctx.needs_input_grad
+        gx = ConvInputGrad.apply(g, w, spec=spec, x_shape=x.shape) if need[0] else None
+        gw = ConvWeightGrad.apply(x, g, spec=spec, w_shape=w.shape) if need[1] else None
+        gb = ConvBiasGrad.apply(g) if need[2] else None
+        return gx, gw, gb
+
+
+class ConvInputGrad(Function):
+    """``gx = input_grad(gy, w)`` for an input of shape ``x_shape``: the adjoint of
+    ``conv(., w)``."""
+
+    @staticmethod
+    def forward(ctx: Context, gy: np.ndarray, w: np.ndarray, spec: ConvSpec,
+                x_shape: tuple) -> np.ndarray:
+        ctx.spec = spec
+        return kernels.conv_input_grad(gy, w, spec, x_shape)
+
+    @staticmethod
+    def backward(ctx: Context, h: Tensor) -> tuple:
+        gy, w = ctx.inputs
+        spec, need = ctx.spec, ctx.needs_input_grad
+        # <input_grad(gy, w), h> = <gy, conv(h, w)>
+        ggy = Conv.apply(h, w, None, spec=spec, y_shape=gy.shape) if need[0] else None
+        gw = ConvWeightGrad.apply(h, gy, spec=spec, w_shape=w.shape) if need[1] else None
+        return ggy, gw
+
+
+class ConvWeightGrad(Function):
+    """``gw = weight_grad(x, gy)`` for a weight of shape ``w_shape``: the adjoint of
+    ``conv(x, .)``."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, gy: np.ndarray, spec: ConvSpec,
+                w_shape: tuple) -> np.ndarray:
+        ctx.spec = spec
+        return kernels.conv_weight_grad(x, gy, spec, w_shape)
+
+    @staticmethod
+    def backward(ctx: Context, h: Tensor) -> tuple:
+        x, gy = ctx.inputs
+        spec, need = ctx.spec, ctx.needs_input_grad
+        # <weight_grad(x, gy), h> = <gy, conv(x, h)>
+        gx = ConvInputGrad.apply(gy, h, spec=spec, x_shape=x.shape) if need[0] else None
+        ggy = Conv.apply(x, h, None, spec=spec, y_shape=gy.shape) if need[1] else None
+        return gx, ggy
+
+
+class ConvBiasGrad(Function):
+    """``gb[o] = sum_{n,p} gy[n, o, p]``."""
+
+    @staticmethod
+    def forward(ctx: Context, gy: np.ndarray) -> np.ndarray:
+        ctx.shape = gy.shape
+        return kernels.conv_bias_grad(gy)
+
+    @staticmethod
+    def backward(ctx: Context, h: Tensor) -> tuple:
+        # the adjoint of a sum over batch and pixels broadcasts back
+        return (BiasExpand.apply(h, shape=ctx.shape),)
+
+
+class BiasExpand(Function):
+    """``h`` (C,) broadcast to ``shape`` (N, C, *spatial): the adjoint of the bias sum."""
+
+    @staticmethod
+    def forward(ctx: Context, h: np.ndarray, shape: tuple) -> np.ndarray:
+        return np.broadcast_to(h.reshape((1, -1) + (1,) * (len(shape) - 2)), shape).copy()
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        return (ConvBiasGrad.apply(g),)
+
+
+class AddBias(Function):
+    """``y + b`` with ``b`` (C,) over the channel dim of ``y`` (N, C, *spatial)."""
+
+    @staticmethod
+    def forward(ctx: Context, y: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return _add_bias(y.copy(), b)
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        # dy = g; db = the sum of g over batch and pixels
+        need = ctx.needs_input_grad
+        return (g if need[0] else None), (ConvBiasGrad.apply(g) if need[1] else None)
