@@ -16,13 +16,16 @@ jax.config.update("jax_platforms", "cpu")
 import torch.nn.functional as F  # noqa: E402
 from jax import lax  # noqa: E402
 
-from convgrad.ops import (  # noqa: E402
+from convgrad.ops import (  # noqa: E402  # noqa: E402
     ConvSpec,
     conv_bias_grad,
     conv_forward,
     conv_input_grad,
     conv_weight_grad,
+    direct,
+    dispatch,
 )
+from convgrad.ops.profiler import profile  # noqa: E402
 from convgrad.ops.workspace import get_workspace_limit, workspace_limit  # noqa: E402
 
 MiB = 2**20
@@ -384,15 +387,20 @@ CHUNKED = [
 ]
 
 
-@pytest.mark.parametrize("numba", ["default", "no-numba"])
+@pytest.mark.parametrize("algorithm", ["im2col", "direct", "scatter"])
 @pytest.mark.parametrize("name,xs,ws,spec", CHUNKED, ids=[c[0] for c in CHUNKED])
-def test_workspace_chunking_gives_the_same_results(name, xs, ws, spec, numba, monkeypatch):
-    if numba == "no-numba":  # documented switch: im2col only (its chunking is tested then)
-        monkeypatch.setenv("CONVGRAD_DISABLE_NUMBA", "1")
+def test_workspace_chunking_gives_the_same_results(name, xs, ws, spec, algorithm):
+    if algorithm == "direct" and not direct.HAVE_NUMBA:
+        pytest.skip("no Numba: no direct loops")
     x, w, gy = data(12, xs, ws, spec)
     default = ours(x, w, gy, spec)
-    with workspace_limit(2**16):
+    # direct chunks the batch only: a limit that holds one sample's slab, not all of them
+    limit = 2**18 if algorithm == "direct" else 2**16
+    with dispatch.prefer(algorithm), workspace_limit(limit), profile() as prof:
         small = ours(x, w, gy, spec)
+    ran = {e.algorithm.split("/")[0] for e in prof.events}
+    assert algorithm in ran or (algorithm == "scatter" and ran == {"im2col"}
+                                and all(s > 1 for s in spec.stride)), ran
     for a, b in zip(small, default):
         close(a, b, rtol=1e-13)
     for g, r in zip(default, jax_ref(x, w, gy, spec)):  # and both are right
