@@ -26,11 +26,11 @@ __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
            "ConvTranspose3d"]
 
 
-def _positive_int(name: str, value: Any, who: str) -> int:
+def _positive_int(name: str, value: Any, fn: str) -> int:
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{who}: {name}={value!r} must be an int")
+        raise TypeError(f"{fn}: {name}={value!r} must be an int")
     if value <= 0:
-        raise ValueError(f"{who}: {name}={value} must be a positive int")
+        raise ValueError(f"{fn}: {name}={value} must be a positive int")
     return int(value)
 
 
@@ -44,22 +44,22 @@ class _ConvNd(Module):
                  padding: Any, dilation: Any, groups: int, bias: bool, padding_mode: str,
                  dtype: Any, rng: Any) -> None:
         super().__init__()
-        who, nd = type(self).__name__, self._nd
-        self.in_channels = _positive_int("in_channels", in_channels, who)
-        self.out_channels = _positive_int("out_channels", out_channels, who)
-        self.groups = _positive_int("groups", groups, who)
+        fn, nd = type(self).__name__, self._nd
+        self.in_channels = _positive_int("in_channels", in_channels, fn)
+        self.out_channels = _positive_int("out_channels", out_channels, fn)
+        self.groups = _positive_int("groups", groups, fn)
         if in_channels % groups:
-            raise ValueError(f"{who}: groups={groups} must divide in_channels={in_channels}")
+            raise ValueError(f"{fn}: groups={groups} must divide in_channels={in_channels}")
         if out_channels % groups:
-            raise ValueError(f"{who}: groups={groups} must divide out_channels={out_channels}")
-        self.kernel_size = per_dim("kernel_size", kernel_size, nd, who)
-        self.stride = per_dim("stride", stride, nd, who)
-        self.dilation = per_dim("dilation", dilation, nd, who)
+            raise ValueError(f"{fn}: groups={groups} must divide out_channels={out_channels}")
+        self.kernel_size = per_dim("kernel_size", kernel_size, nd, fn)
+        self.stride = per_dim("stride", stride, nd, fn)
+        self.dilation = per_dim("dilation", dilation, nd, fn)
         self.padding_mode = padding_mode
         self.padding = padding
         if not isinstance(bias, bool):
-            raise TypeError(f"{who}: bias={bias!r} must be a bool")
-        dt = np.dtype(np.float32) if dtype is None else _check_dtype(who, dtype)
+            raise TypeError(f"{fn}: bias={bias!r} must be a bool")
+        dt = np.dtype(np.float32) if dtype is None else _check_dtype(fn, dtype)
         if self.transposed:
             w_shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:
@@ -145,48 +145,48 @@ class _ConvTranspose(_ConvNd):
                  padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
                  dilation: Any = 1, padding_mode: str = "zeros", *, dtype: Any = None,
                  rng: Any = None) -> None:
-        who = type(self).__name__
+        fn = type(self).__name__
         if padding_mode != "zeros":
-            raise ValueError(f"{who}: padding_mode={padding_mode!r}; only 'zeros' is supported "
+            raise ValueError(f"{fn}: padding_mode={padding_mode!r}; only 'zeros' is supported "
                              "for transposed convolutions")
         if isinstance(padding, str):
-            raise ValueError(f"{who}: padding={padding!r} must be an int or {self._nd} ints "
+            raise ValueError(f"{fn}: padding={padding!r} must be an int or {self._nd} ints "
                              "(no string paddings for transposed convolutions)")
-        padding = per_dim("padding", padding, self._nd, who, minimum=0)
+        padding = per_dim("padding", padding, self._nd, fn, minimum=0)
         self._args = transpose_args(self._nd, stride, padding, output_padding, groups, dilation,
-                                    who)
+                                    fn)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, dtype, rng)
-        self.output_padding = per_dim("output_padding", output_padding, self._nd, who, minimum=0)
+        self.output_padding = per_dim("output_padding", output_padding, self._nd, fn, minimum=0)
 
     def _output_padding(self, x: Any, output_size: Any) -> tuple[int, ...]:
         """``output_padding``, or the one that gives ``output_size`` (as torch computes it)."""
         if output_size is None:
             return self.output_padding
-        who, nd = type(self).__name__, self._nd
+        fn, nd = type(self).__name__, self._nd
         size = tuple(int(s) for s in output_size)
         if len(size) == np.ndim(x):
             size = size[-nd:]
         if len(size) != nd:
-            raise ValueError(f"{who}: output_size={tuple(output_size)} must have {nd} or "
+            raise ValueError(f"{fn}: output_size={tuple(output_size)} must have {nd} or "
                              f"{np.ndim(x)} entries")
         spatial = np.shape(x)[-nd:]
         lo = [(spatial[d] - 1) * self.stride[d] - 2 * self.padding[d]
               + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(nd)]
         hi = [lo[d] + self.stride[d] - 1 for d in range(nd)]
         if any(not lo[d] <= size[d] <= hi[d] for d in range(nd)):
-            raise ValueError(f"{who}: requested output_size={size}, but valid sizes range from "
+            raise ValueError(f"{fn}: requested output_size={size}, but valid sizes range from "
                              f"{tuple(lo)} to {tuple(hi)} (for an input of {tuple(spatial)})")
         return tuple(size[d] - lo[d] for d in range(nd))
 
     def forward(self, x: Any, output_size: Any = None) -> Tensor:
-        who = type(self).__name__
+        fn = type(self).__name__
         args = self._args
         if output_size is not None:  # another output padding: the spec of that size
             args = transpose_args(self._nd, self.stride, self.padding,
                                   self._output_padding(x, output_size), self.groups,
-                                  self.dilation, who)
-        return convolve(x, self.weight, self.bias, args, who)
+                                  self.dilation, fn)
+        return convolve(x, self.weight, self.bias, args, fn)
 
 
 class ConvTranspose1d(_ConvTranspose):

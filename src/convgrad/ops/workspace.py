@@ -19,11 +19,11 @@ def get_workspace_limit() -> int:
     return _WORKSPACE_BYTES if override is None else override
 
 
-def _check(nbytes: object, who: str) -> int:
+def _check(nbytes: object, fn: str) -> int:
     if isinstance(nbytes, bool) or not isinstance(nbytes, int):
-        raise TypeError(f"{who}: nbytes must be an int, got {nbytes!r}")
+        raise TypeError(f"{fn}: nbytes must be an int, got {nbytes!r}")
     if nbytes < 2**16:
-        raise ValueError(f"{who}: nbytes={nbytes} must be >= 65536")
+        raise ValueError(f"{fn}: nbytes={nbytes} must be >= 65536")
     return nbytes
 
 
