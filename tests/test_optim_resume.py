@@ -275,6 +275,8 @@ def test_add_param_group_and_load_state_dict_errors():
         fresh.load_state_dict({"state": {9: {}}, "param_groups": good["param_groups"]})
     with pytest.raises(TypeError, match="'state' and 'param_groups'"):
         fresh.load_state_dict({"state": {}})
+    with pytest.raises(TypeError, match="'state' and 'param_groups'"):
+        fresh.load_state_dict({"state": {}, "groups": []})
     bad_lr = [dict(g, lr=-1.0) for g in good["param_groups"]]
     with pytest.raises(ValueError, match="lr=-1.0"):
         fresh.load_state_dict({"state": {}, "param_groups": bad_lr})

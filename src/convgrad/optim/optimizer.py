@@ -159,7 +159,7 @@ class Optimizer:
         Everything is checked before anything changes.
         """
         fn = f"{type(self).__name__}.load_state_dict"
-        if not isinstance(state_dict, Mapping) or set(state_dict) < {"state", "param_groups"}:
+        if not isinstance(state_dict, Mapping) or not {"state", "param_groups"} <= set(state_dict):
             raise TypeError(f"{fn}: expected a mapping with 'state' and 'param_groups' entries "
                             f"(from state_dict()), got {_describe(state_dict)}")
         saved_groups = state_dict["param_groups"]
