@@ -9,10 +9,6 @@ import os
 
 import numpy as np
 import pytest
-import pytorch_msssim as pm
-import torch
-from PIL import Image
-from skimage import data
 
 import convgrad as cg
 from convgrad import cli
@@ -20,11 +16,15 @@ from convgrad.cli import demo
 from convgrad.cli.images import read_image
 from convgrad.metrics import ms_ssim, ssim
 
+Image = pytest.importorskip("PIL.Image")  # the demo extra: Pillow reads and writes the files
+data = pytest.importorskip("skimage.data")  # and scikit-image bundles the photographs
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 # ----------------------------------------------------------------------------- demo
 def test_demo_command_end_to_end(tmp_path, capsys):
+    pytest.importorskip("matplotlib")  # the figure
     out = tmp_path / "out"
     rc = cli.main(["demo", "--steps", "3", "--seed", "0", "--out", str(out), "--no-progress"])
     captured = capsys.readouterr()
@@ -110,6 +110,8 @@ def _parse(out: str) -> tuple[float, float]:
 
 @pytest.mark.parametrize("colour", [False, True])
 def test_msssim_command_matches_the_library_and_pytorch_msssim(tmp_path, capsys, colour):
+    torch = pytest.importorskip("torch")
+    pm = pytest.importorskip("pytorch_msssim")
     rng = np.random.default_rng(0)
     clean = (data.astronaut() if colour else data.camera())[:200, :230]
     noisy = np.clip(clean + rng.normal(0, 20, clean.shape), 0, 255).astype(np.uint8)

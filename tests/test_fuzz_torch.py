@@ -26,8 +26,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as TF
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -36,6 +34,9 @@ import convgrad.functional as F
 
 from .draw_limits import time_limit
 from .tolerances import assert_close
+
+torch = pytest.importorskip("torch")
+TF = pytest.importorskip("torch.nn.functional")
 
 TORCH_CONV = {1: TF.conv1d, 2: TF.conv2d, 3: TF.conv3d}
 TORCH_CONVT = {1: TF.conv_transpose1d, 2: TF.conv_transpose2d, 3: TF.conv_transpose3d}
