@@ -23,10 +23,10 @@ from convgrad.metrics import ms_ssim, ssim
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess:
-    """``python -m convgrad ARGV`` in a fresh interpreter that finds the package under test."""
+def _run(*argv: str, module: str = "convgrad") -> subprocess.CompletedProcess:
+    """``python -m MODULE ARGV`` in a fresh interpreter that finds the package under test."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-    return subprocess.run([sys.executable, "-m", "convgrad", *argv], capture_output=True,
+    return subprocess.run([sys.executable, "-m", module, *argv], capture_output=True,
                           text=True, env=env, timeout=120)
 
 
@@ -89,6 +89,13 @@ def test_help_runs_for_every_command():
         assert result.stdout.startswith("usage: convgrad")
         if argv:
             assert "(default:" in result.stdout
+    # the modules that also run on their own
+    result = _run("--help", module="convgrad.cli.gradcheck")
+    assert result.returncode == 0 and "(default: False)" in result.stdout
+    result = _run("--help", module="convgrad.cli.bench.memory")
+    text = " ".join(result.stdout.split())
+    assert result.returncode == 0 and "workload id (default: W1)" in text
+    assert "seconds per child (default: 600.0)" in text
 
 
 # ----------------------------------------------------------------------------- msssim

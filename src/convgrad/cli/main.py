@@ -56,7 +56,7 @@ def _odd_int(text: str) -> int:
     return value
 
 
-class _DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Appends "(default: ...)" to every option's help, unless the help says it in words."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
@@ -70,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .demo.training import DEFAULT_STEPS
     from .msssim import DATA_RANGE, WIN_SIZE
 
-    defaults = _DefaultsHelpFormatter
+    defaults = DefaultsHelpFormatter
     parser = argparse.ArgumentParser(
         prog="convgrad",
         description="Convolutions with exact, conditional gradients on NumPy.",

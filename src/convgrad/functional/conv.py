@@ -186,7 +186,7 @@ def _run(x: Tensor, weight: Tensor, bias, spec: ConvSpec, unbatched: bool, fn: s
 
 def conv_general(x, weight, bias=None, *, stride=1, padding=0, kernel_dilation=1,
                  input_dilation=1, groups=1, flip=False) -> Tensor:
-    """General N-d convolution (see API.md); ``x`` (N, C_in, *L), ``weight`` (C_out, C_in/G, *K)."""
+    """General N-d convolution (docs/API.md): ``x`` (N, C_in, *L), weight (C_out, C_in/G, *K)."""
     fn = "conv_general"
     w_nd = np.ndim(weight) if not isinstance(weight, Tensor) else weight.ndim
     nd = w_nd - 2
