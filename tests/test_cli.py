@@ -91,7 +91,7 @@ def test_help_runs_for_every_command():
             assert "(default:" in result.stdout
     # the modules that also run on their own
     result = _run("--help", module="convgrad.cli.gradcheck")
-    assert result.returncode == 0 and "(default: False)" in result.stdout
+    assert result.returncode == 0 and "(default: False)" in " ".join(result.stdout.split())
     result = _run("--help", module="convgrad.cli.bench.memory")
     text = " ".join(result.stdout.split())
     assert result.returncode == 0 and "workload id (default: W1)" in text
