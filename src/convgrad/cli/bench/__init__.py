@@ -1,4 +1,4 @@
-"""``convgrad bench``: the workloads of BENCHMARKS.md for convgrad and the installed peers.
+"""``convgrad bench``: the benchmark workloads (W1-W8 and MS) for convgrad and the installed peers.
 
 Modules: :mod:`.workloads` (the table, as data), :mod:`.peers` (one adapter per
 implementation), :mod:`.runner` (interleaved timing, medians, agreement check),

@@ -1,4 +1,4 @@
-"""The benchmark workloads of ``BENCHMARKS.md`` as data, and their inputs.
+"""The benchmark workloads (W1-W8 and MS) as data, and their inputs.
 
 Shapes are in PyTorch's layout: ``x`` (N, C_in, *spatial); convolution weight
 (C_out, C_in // groups, *kernel); transposed-convolution weight
