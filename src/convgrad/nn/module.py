@@ -57,6 +57,8 @@ class Module:
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers", set())
         object.__setattr__(self, "training", True)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -81,7 +83,10 @@ class Module:
             self.add_module(name, value)
         else:
             params, modules = self._registry() if "_parameters" in self.__dict__ else ({}, {})
-            if name in params:
+            buffers = self.__dict__.get("_buffers", {})
+            if name in buffers:
+                buffers[name] = None if value is None else _buffer_tensor(name, value)
+            elif name in params:
                 if value is not None:
                     raise TypeError(f"cannot assign {type(value).__name__} as parameter "
                                     f"{name!r} (a Parameter or None expected)")
@@ -100,6 +105,8 @@ class Module:
             return d["_parameters"][name]
         if "_modules" in d and name in d["_modules"]:
             return d["_modules"][name]
+        if "_buffers" in d and name in d["_buffers"]:
+            return d["_buffers"][name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __delattr__(self, name: str) -> None:
@@ -108,6 +115,9 @@ class Module:
             del params[name]
         elif name in modules:
             del modules[name]
+        elif name in self.__dict__.get("_buffers", {}):
+            del self._buffers[name]
+            self._non_persistent_buffers.discard(name)
         else:
             object.__delattr__(self, name)
 
@@ -119,6 +129,8 @@ class Module:
         params, modules = self._registry()
         if name in self.__dict__ and name not in params and name not in modules:
             raise KeyError(f"attribute {name!r} already exists")
+        if what != "buffer" and name in self.__dict__.get("_buffers", {}):
+            raise KeyError(f"attribute {name!r} already exists (a buffer)")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Register ``param`` (or ``None``, a declared but absent parameter) as ``name``."""
@@ -140,6 +152,38 @@ class Module:
         modules[name] = module
 
     register_module = add_module
+
+    def register_buffer(self, name: str, tensor: Any, persistent: bool = True) -> None:
+        """Register a state array that is not a parameter (e.g. BatchNorm's running mean).
+
+        ``tensor`` (an ndarray, a Tensor or ``None``) is kept as a constant Tensor and read
+        back as ``self.<name>``; persistent buffers are in :meth:`state_dict`.
+        """
+        self._check_name(name, "buffer")
+        params, modules = self._registry()
+        if name in params or name in modules:
+            raise KeyError(f"attribute {name!r} already exists")
+        self._buffers[name] = None if tensor is None else _buffer_tensor(name, tensor)
+        if persistent:
+            self._non_persistent_buffers.discard(name)
+        else:
+            self._non_persistent_buffers.add(name)
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True
+                      ) -> Iterator[tuple[str, Tensor]]:
+        """``(dotted name, buffer)`` pairs, each buffer once."""
+        seen: set[int] = set()
+        owners = self.named_modules(prefix) if recurse else iter([(prefix, self)])
+        for mod_name, m in owners:
+            for name, b in m._buffers.items():
+                if b is None or id(b) in seen:
+                    continue
+                seen.add(id(b))
+                yield (f"{mod_name}.{name}" if mod_name else name), b
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
 
     # -- traversal
     def named_children(self) -> Iterator[tuple[str, Module]]:
@@ -220,6 +264,9 @@ class Module:
             if p.data.dtype != dt:
                 p.data = p.data.astype(dt)
                 p.grad = None
+        for b in self.buffers():
+            if b.data.dtype.kind == "f" and b.data.dtype != dt:
+                b.data = b.data.astype(dt)
         return self
 
     def float(self) -> Module:
@@ -230,14 +277,17 @@ class Module:
 
     # -- state
     def state_dict(self) -> OrderedDict[str, np.ndarray]:
-        """Every parameter as a copied ndarray, keyed by its dotted name (PyTorch's keys)."""
+        """Every parameter and persistent buffer as a copied ndarray, keyed by its dotted
+        name (PyTorch's keys and order: each module's parameters, then its buffers)."""
         return OrderedDict((name, np.array(p.data, copy=True))
                            for name, p in self._all_named_parameters())
 
-    def _all_named_parameters(self) -> Iterator[tuple[str, Parameter]]:
+    def _all_named_parameters(self) -> Iterator[tuple[str, Tensor]]:
         # state_dict lists a shared parameter under every name it has, as torch does
         for mod_name, m in self._named_modules_all():
-            for name, p in m._parameters.items():
+            entries = list(m._parameters.items()) + [
+                (k, b) for k, b in m._buffers.items() if k not in m._non_persistent_buffers]
+            for name, p in entries:
                 if p is not None:
                     yield (f"{mod_name}.{name}" if mod_name else name), p
 
@@ -301,6 +351,17 @@ class Module:
             else:
                 body = "\n  " + "\n  ".join(lines) + "\n"
         return f"{type(self).__name__}({body})"
+
+
+def _buffer_tensor(name: str, value: Any) -> Tensor:
+    """A buffer's value as a constant Tensor (int arrays keep their integer dtype)."""
+    if isinstance(value, Tensor):
+        return value
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"register_buffer: buffer {name!r} has dtype {arr.dtype}; "
+                        "expected numbers")
+    return Tensor(arr) if arr.dtype.kind == "f" else Tensor._wrap(np.array(arr))
 
 
 class Sequential(Module):
