@@ -110,9 +110,10 @@ def test_nearest_source_indices_sweep(mode, dtype):
             np.testing.assert_array_equal(ours.data, TF.interpolate(x, mode=mode, **spec).numpy())
 
 
+@pytest.mark.parametrize("upsampling_path", ["conv"], indirect=True)
 @pytest.mark.parametrize("mode,nd", [("bilinear", 2), ("trilinear", 3), ("linear", 1),
                                      ("bicubic", 2)])
-def test_integer_upsampling_is_a_constant_kernel_convolution(mode, nd):
+def test_integer_upsampling_is_a_constant_kernel_convolution(mode, nd, upsampling_path):
     x = cg.tensor(RNG.standard_normal(SHAPES[nd]), requires_grad=True)
     with cg.profile() as prof:
         y = F.interpolate(x, scale_factor=2, mode=mode)
@@ -121,10 +122,11 @@ def test_integer_upsampling_is_a_constant_kernel_convolution(mode, nd):
     assert prof.count("conv_weight_grad") == 0
 
 
-def test_fractional_factors_run_no_convolution():
+@pytest.mark.parametrize("scale", [1.5, 2])
+def test_the_matrix_path_runs_no_convolution(scale):
     x = cg.tensor(RNG.standard_normal((1, 2, 5, 4)), requires_grad=True)
     with cg.profile() as prof:
-        F.interpolate(x, scale_factor=1.5, mode="bilinear").sum().backward()
+        F.interpolate(x, scale_factor=scale, mode="bilinear").sum().backward()
     assert prof.events == []
 
 

@@ -171,15 +171,26 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
         start = np.arange(o) * ss - pp
         t0 = np.clip(-(start // dd), 0, kk - 1)  # smallest t with start + t*dd >= 0
         first.append(t0.reshape(_axis_shape(nd, a, o)))
-    best = np.full(x.shape[:2] + out, -np.inf, x.dtype)
-    tap = np.broadcast_to(np.ravel_multi_index(first, k), best.shape).copy()
-    for t, offs in enumerate(np.ndindex(*k)):
-        view = xp[(slice(None), slice(None)) + tuple(
+    def tap_view(offs: tuple) -> np.ndarray:
+        return xp[(slice(None), slice(None)) + tuple(
             slice(off * dd, off * dd + (o - 1) * ss + 1, ss)
             for off, dd, ss, o in zip(offs, d, s, out))]
-        take = (view > best) | np.isnan(view)
+
+    # tap 0 is either in bounds (then it is the first one) or padding (-inf, which any
+    # in-bounds value replaces; an all -inf window keeps its first in-bounds tap)
+    best = tap_view((0,) * nd).copy()
+    tap = np.broadcast_to(np.ravel_multi_index(first, k), best.shape).copy()
+    has_nan = bool(np.isnan(x.data).any())
+    take = np.empty(best.shape, bool)
+    for t, offs in enumerate(np.ndindex(*k)):
+        if t == 0:
+            continue
+        view = tap_view(offs)
+        np.greater(view, best, out=take)
+        if has_nan:
+            take |= np.isnan(view)
         np.copyto(best, view, where=take)
-        tap[take] = t
+        np.copyto(tap, t, where=take)
     # flat index of each winner within its unpadded plane
     offs = np.unravel_index(tap, k)
     flat = np.zeros(best.shape, np.int64)
