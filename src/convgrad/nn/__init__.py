@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import init
+from . import functional, init
 from .activation import ELU, GELU, SiLU, Softmax, Softplus
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
@@ -45,7 +45,7 @@ from .pooling import (
 from .resampling import PixelShuffle, PixelUnshuffle, Upsample
 
 __all__ = [
-    "init", "Module", "Parameter", "Sequential", "IncompatibleKeys",
+    "functional", "init", "Module", "Parameter", "Sequential", "IncompatibleKeys",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Linear", "Identity", "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Flatten",
     "GELU", "SiLU", "ELU", "Softplus", "Softmax",

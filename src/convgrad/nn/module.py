@@ -328,7 +328,7 @@ class Module:
                                 "expected numbers")
             if arr.shape != p.shape:
                 raise ValueError(f"load_state_dict: size mismatch for {name!r}: the checkpoint "
-                                 f"has shape {arr.shape}, the parameter has shape {p.shape}")
+                                 f"has shape {arr.shape}, the module has shape {p.shape}")
             updates.append((p, arr))
         for p, arr in updates:  # all checked first: a failed load changes nothing
             p.data[...] = arr
