@@ -178,6 +178,8 @@ def test_pixel_shuffle_and_unshuffle(shape, r, dtype):
     (lambda: F.pixel_shuffle(cg.randn(1, 6, 2, 2), 2), "upscale_factor"),
     (lambda: F.pixel_unshuffle(cg.randn(1, 2, 3, 4), 2), "downscale_factor=2"),
     (lambda: nn.Upsample(scale_factor=2, mode="cubic"), "mode='cubic'"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4), size=(2**40, 2**40)), "more than any array"),
+    (lambda: F.adaptive_avg_pool2d(cg.randn(1, 1, 4, 4), 2**40), "more than any array"),
 ])
 def test_errors_name_the_argument(call, pattern):
     with pytest.raises((ValueError, TypeError), match=pattern):

@@ -38,6 +38,14 @@ def output_size_arg(fn: str, output_size: Any, spatial: tuple) -> tuple[int, ...
     return tuple(n if v is None else int(v) for v, n in zip(sizes, spatial))
 
 
+def check_output_size(fn: str, x: Tensor, out: tuple) -> None:
+    """The output ``x.shape[:2] + out`` must be an array NumPy can hold."""
+    nbytes = int(np.prod(x.shape[:2] + tuple(out), dtype=object)) * x.data.itemsize
+    if nbytes > np.iinfo(np.intp).max:
+        raise ValueError(f"{fn}: an output of spatial size {tuple(out)} for input of shape "
+                         f"{x.shape} would need {nbytes} bytes, more than any array can hold")
+
+
 def _bounds(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     o = np.arange(m)
     return (o * n) // m, -((-(o + 1) * n) // m)
@@ -60,6 +68,7 @@ def _adaptive_avg(fn: str, nd: int, input: Any, output_size: Any) -> Tensor:
     x, unbatched = pool_input(fn, input, nd)
     spatial = x.shape[2:]
     out = output_size_arg(fn, output_size, spatial)
+    check_output_size(fn, x, out)
     if all(n % m == 0 for n, m in zip(spatial, out)):
         k = tuple(n // m for n, m in zip(spatial, out))
         y = x if all(v == 1 for v in k) else _AVG[nd](x, k, k)
@@ -91,6 +100,7 @@ def _adaptive_max(fn: str, nd: int, input: Any, output_size: Any, return_indices
     x, unbatched = pool_input(fn, input, nd)
     spatial = x.shape[2:]
     out = output_size_arg(fn, output_size, spatial)
+    check_output_size(fn, x, out)
     bounds = [_bounds(n, m) for n, m in zip(spatial, out)]
     widths = tuple(int((stop - start).max()) for start, stop in bounds)
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor, as_tensor, cat
-from .adaptive_pooling import _adaptive_avg
+from .adaptive_pooling import _adaptive_avg, check_output_size
 from .axis_matrix import AxisMap, AxisMatrix
 from .conv import conv_general
 from .resampling import cubic_matrix, linear_matrix, nearest_index, upsampling_kernel
@@ -160,6 +160,7 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
     if antialias:
         raise ValueError(f"{fn}: antialias={antialias!r} is not supported; expected False")
     out, scales = _sizes(fn, x, size, scale_factor, recompute_scale_factor, mode)
+    check_output_size(fn, x, out)
     spatial = x.shape[2:]
 
     if mode == "area":
