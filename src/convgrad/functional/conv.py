@@ -225,7 +225,7 @@ def _conv_nd(nd: int, fn: str, x, weight, bias, stride, padding, dilation, group
         _checked_output_shape(replace(spec, padding=mode_pads), x, weight, fn)  # before padding
         flat = tuple(v for lo_hi in reversed(mode_pads) for v in lo_hi)  # last dim first
         # an empty batch (or C_in = 0) reads no value: pad it with zeros, which any size allows
-        x = _pad(x, flat, mode=padding_mode if x.size else "constant")
+        x = _pad(x, flat, mode=padding_mode if x.numel() else "constant")
     return _run(x, weight, bias, spec, unbatched, fn)
 
 

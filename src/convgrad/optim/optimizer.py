@@ -7,7 +7,9 @@ multiply-add (``add(..., alpha=)``, ``lerp``, ``addcmul``), :func:`_fma` rounds 
 too (exactly, for float32, through float64).  On an AVX2/AVX512 machine SGD then
 agrees with torch bit for bit in float32; Adam within an ulp or so (torch's float32
 ``sqrt`` is not correctly rounded there).  Parameters are updated in place
-(``p.data``), so modules, graphs and state dicts keep referring to the same arrays.
+(``p.data``), so modules, graphs and state dicts keep referring to the same arrays; each
+step counts one version of every parameter it updates, so a graph recorded before the
+step refuses to backward through a saved parameter (as torch's in-place updates do).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
+from ..tensor.version import bump as _bump_version
 
 __all__ = ["Optimizer"]
 
@@ -98,6 +101,7 @@ class Optimizer:
                                      f"for a parameter of shape {p.data.shape}")
                 self._update(p.data, grad.astype(p.data.dtype, copy=False),
                              self.state.setdefault(id(p), {}), g)
+                _bump_version(p.data)  # as torch: a graph that saved p now refuses backward
 
     def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
         raise NotImplementedError
