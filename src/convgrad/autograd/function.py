@@ -93,10 +93,8 @@ class Context:
         self.fn = fn
         self.inputs = inputs
         self.needs_input_grad = needs_input_grad
-        self.edges = None
         self.saved = ()
-        self.output = None
-        self.output_version = 0
+        self.output = None  # (edges and output_version are set when the node is recorded)
 
     def save_for_backward(self, *values: Any) -> None:
         self.saved = values
@@ -206,6 +204,8 @@ class Function:
             ctx.versions = tuple((i, args[i]._version) for i in cls.read_set(needs)
                                  if i != OUTPUT and isinstance(args[i], tensor_type))
             ctx.output_version = result._version
+        else:
+            ctx.output_version = 0
         return result
 
 

@@ -42,6 +42,9 @@ class InPlaceMixin:
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """``self -= alpha * other``."""
+        from .tensor import _no_bool
+
+        _no_bool("sub_", self, other)
         return _inplace(self, "sub_", _ew.Sub, _scaled(other, alpha))
 
     def mul_(self, other: Any) -> Tensor:

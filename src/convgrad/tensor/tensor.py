@@ -142,6 +142,9 @@ def _promote(operands: Sequence[Any], true_div: bool = False) -> list:
 
 def _pair(t: Tensor, other: Any, true_div: bool = False) -> tuple:
     """(t, other) ready for a binary op (the common float case passes straight through)."""
+    if t.data.dtype.kind == "f" and (type(other) in _SCALARS or (
+            isinstance(other, Tensor) and other.data.dtype.kind == "f")):
+        return t, other
     o = _operand(other)
     if t.data.dtype.kind == "f" and (type(o) in _SCALARS or o.dtype.kind == "f"):
         return t, o
@@ -149,6 +152,16 @@ def _pair(t: Tensor, other: Any, true_div: bool = False) -> tuple:
 
 
 _SCALARS = (int, float, bool)
+
+
+def _no_bool(who: str, t: Tensor, other: Any, both: bool = False) -> None:
+    """As torch: no subtraction with a bool tensor (``~`` inverts a mask); no bool ** bool."""
+    bools = [isinstance(x, bool) and not both
+             or isinstance(x, Tensor | np.ndarray) and x.dtype == np.bool_ for x in (t, other)]
+    if all(bools) if both else any(bools):
+        raise TypeError(f"{who}: not supported for bool tensors"
+                        + ("" if both else "; to invert a mask use ~ or logical_not()"))
+_FAST = frozenset(_SCALARS)  # + Tensor, added below: operands that need no conversion
 
 
 def as_tensor(x: Any) -> Tensor:
@@ -397,6 +410,9 @@ class Tensor(InPlaceMixin):
 
     # -- arithmetic (NumPy broadcasting; Python scalars keep the tensor's dtype)
     def __add__(self, other: Any) -> Tensor:
+        if type(other) in _FAST and self.data.dtype.kind == "f" and (
+                type(other) is not Tensor or other.data.dtype.kind == "f"):
+            return _ew.Add.apply(self, other)
         return _ew.Add.apply(*_pair(self, other))
 
     def __radd__(self, other: Any) -> Tensor:
@@ -404,13 +420,21 @@ class Tensor(InPlaceMixin):
         return _ew.Add.apply(b, a)
 
     def __sub__(self, other: Any) -> Tensor:
+        if type(other) in _FAST and self.data.dtype.kind == "f" and type(other) is not bool and (
+                type(other) is not Tensor or other.data.dtype.kind == "f"):
+            return _ew.Sub.apply(self, other)
+        _no_bool("subtract", self, other)
         return _ew.Sub.apply(*_pair(self, other))
 
     def __rsub__(self, other: Any) -> Tensor:
+        _no_bool("subtract", self, other)
         a, b = _pair(self, other)
         return _ew.Sub.apply(b, a)
 
     def __mul__(self, other: Any) -> Tensor:
+        if type(other) in _FAST and self.data.dtype.kind == "f" and (
+                type(other) is not Tensor or other.data.dtype.kind == "f"):
+            return _ew.Mul.apply(self, other)
         return _ew.Mul.apply(*_pair(self, other))
 
     def __rmul__(self, other: Any) -> Tensor:
@@ -418,6 +442,9 @@ class Tensor(InPlaceMixin):
         return _ew.Mul.apply(b, a)
 
     def __truediv__(self, other: Any) -> Tensor:
+        if type(other) in _FAST and self.data.dtype.kind == "f" and (
+                type(other) is not Tensor or other.data.dtype.kind == "f"):
+            return _ew.Div.apply(self, other)
         return _ew.Div.apply(*_pair(self, other, True))
 
     def __rtruediv__(self, other: Any) -> Tensor:
@@ -425,9 +452,11 @@ class Tensor(InPlaceMixin):
         return _ew.Div.apply(b, a)
 
     def __pow__(self, other: Any) -> Tensor:
+        _no_bool("pow", self, other, both=True)
         return _ew.Pow.apply(*_pair(self, other))
 
     def __rpow__(self, other: Any) -> Tensor:
+        _no_bool("pow", self, other, both=True)
         a, b = _pair(self, other)
         return _ew.Pow.apply(b, a)
 
@@ -815,4 +844,5 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     return _ew.Where.apply(cond, a, b)
 
 
+_FAST = _FAST | {Tensor}
 register_tensor_type(Tensor)
