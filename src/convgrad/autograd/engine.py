@@ -16,8 +16,15 @@ from typing import Any
 import numpy as np
 
 from . import grad_mode
-from .function import FREED_MESSAGE, Context, _check_current, _float_array, _registered, _wrap, \
-    tensor_type
+from .function import (
+    FREED_MESSAGE,
+    Context,
+    _check_current,
+    _float_array,
+    _registered,
+    _wrap,
+    tensor_type,
+)
 
 __all__ = ["backward", "grad"]
 

@@ -121,10 +121,14 @@ class Context:
             if now != then:
                 raise RuntimeError(MODIFIED_MESSAGE.format(
                     what=f"input {i} of {self.fn.__name__}Backward", now=now, then=then))
-        out = self.output_ref() if self.output_ref is not None else None
-        if out is not None and out._version != self.output_version:
+        if self.output_ref is None:
+            return
+        out = self.output_ref()
+        # (a dead output was given a new history in place: a live one keeps the node's)
+        now = out._version if out is not None else f"> {self.output_version}"
+        if now != self.output_version:
             raise RuntimeError(MODIFIED_MESSAGE.format(
-                what=f"the output of {self.fn.__name__}Backward", now=out._version,
+                what=f"the output of {self.fn.__name__}Backward", now=now,
                 then=self.output_version))
 
     def __repr__(self) -> str:
