@@ -131,6 +131,44 @@ def test_bad_in_place_operands():
         cg.tensor([1.0]).sub_(cg.tensor([True], dtype=np.bool_))
 
 
+SETITEM = [
+    ("basic", lambda lib: (0, slice(1, None)), lambda lib: 7.5),
+    ("row", lambda lib: 1, lambda lib: lib.tensor(np.array([1.0, 2.0, 3.0]))),
+    ("broadcast", lambda lib: (slice(None), 1), lambda lib: lib.tensor(np.array(4.0))),
+    ("mask", lambda lib: lib.tensor(X) > 1.0, lambda lib: -1.0),
+    ("int index", lambda lib: lib.tensor(np.array([1, 0, 1])), lambda lib: 0.25),
+    ("ellipsis", lambda lib: Ellipsis, lambda lib: lib.tensor(W.astype(np.float32))),
+]
+
+
+@pytest.mark.parametrize("name,index,value", SETITEM, ids=[s[0] for s in SETITEM])
+def test_setitem(name, index, value):
+    t, tt = cg.tensor(W.copy()), torch.tensor(W.copy())
+    alias, alias_t = t.reshape(6), tt.view(6)
+    t[index(cg)] = value(cg)
+    tt[index(torch)] = value(torch)
+    close(t, tt)
+    close(alias, alias_t)
+    assert t._version == tt._version
+    t[index(cg)] *= 2  # the augmented form: get, multiply in place, set
+    tt[index(torch)] *= 2
+    close(t, tt)
+    i, it = cg.tensor([1, 2, 3], dtype=np.int64), torch.tensor([1, 2, 3])
+    i[1] = 7.9  # cast to the tensor's dtype, as torch
+    it[1] = 7.9
+    assert i.tolist() == it.tolist()
+    (x, w), (xt, wt) = leaves(cg), leaves(torch)
+    for lib, a, b in [(cg, x, w), (torch, xt, wt)]:
+        h = a * b
+        h[index(lib)] = value(lib)
+        h[0] = b[1] * b[0]  # a value requiring grad
+        (h * h * a).sum().backward()
+    close(x.grad, xt.grad)
+    close(w.grad, wt.grad)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        x[0] = 1.0
+
+
 # ----------------------------------------------------------------------------- leaves
 LEAF_OPS = [lambda t: t.add_(1.0), lambda t: t.mul_(2.0), lambda t: t.zero_(),
             lambda t: t.clamp_(0.0, 1.0), lambda t: t.__iadd__(1.0), lambda t: t.copy_(t * 0)]
@@ -546,6 +584,9 @@ def test_a_view_modified_behind_its_base_is_refused():
         h.sum()
     with pytest.raises(RuntimeError, match="modified in place through another tensor"):
         h.backward(cg.ones(2, 3, dtype=np.float64))
+    h = x * 2
+    with pytest.raises(RuntimeError, match="modified in place through another tensor"):
+        h[0] *= 2  # h[0] (a view) changes h's memory before h[0] = ... records
     # cloning first keeps the histories apart, and the gradient is torch's
     (x, w), (xt, wt) = leaves(cg), leaves(torch)
     for a, b in [(x, w), (xt, wt)]:

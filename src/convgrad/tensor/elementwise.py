@@ -327,3 +327,25 @@ class Assign(Function):
         # d/d old = 0 (overwritten); d/d value = 1, summed over the positions it was copied to
         return (type(grad)._wrap(np.zeros_like(grad.data)) if need_old else None,
                 grad.sum_to_size(np.shape(value)) if need_value else None)
+
+
+class IndexPut(Function):
+    """``old`` with ``value`` written at ``index`` (``t[index] = value``, recorded)."""
+
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, old: np.ndarray, value: Any, index: tuple) -> np.ndarray:
+        ctx.index = index
+        out = old.copy()
+        out[index] = value
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> tuple:
+        old, value = ctx.inputs
+        need_old, need_value = ctx.needs_input_grad
+        # d/d old = 1 outside index, 0 inside (overwritten); d/d value = the gradient at index,
+        # summed over the positions value was broadcast to
+        return (IndexPut.apply(grad, 0.0, index=ctx.index) if need_old else None,
+                grad[ctx.index].sum_to_size(value.shape) if need_value else None)

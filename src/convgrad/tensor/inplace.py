@@ -1,5 +1,5 @@
 """In-place operations: ``+= -= *= /=``, ``add_``, ``sub_``, ``mul_``, ``div_``, ``clamp_``,
-``zero_``, ``fill_`` and ``copy_``.
+``zero_``, ``fill_``, ``copy_`` and ``t[index] = value``.
 
 Each one computes the new values with the same Function as its out-of-place form, writes
 them into the tensor's memory (so views and aliases see them) and counts one version of
@@ -22,7 +22,7 @@ from ..autograd import is_grad_enabled
 from . import elementwise as _ew
 from . import version as _versions
 
-__all__ = ["InPlaceMixin"]
+__all__ = ["InPlaceMixin", "setitem"]
 
 LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_MESSAGE = ("a view of a leaf Variable that requires grad is being used in an "
@@ -106,6 +106,38 @@ def _inplace(t: Tensor, who: str, fn: type, other: Any, true_div: bool = False,
     """Compute ``fn(t, other)`` and make it ``t``'s value (and, when recorded, history)."""
     from .tensor import Tensor, _pair  # (the module imports this one)
 
+    def compute(old: Tensor) -> Tensor:
+        if fn is _ew.Clip:
+            return fn.apply(old, **kwargs)
+        if fn is _ew.Assign:
+            return fn.apply(old, other if isinstance(other, Tensor) else np.asarray(other))
+        return fn.apply(*_pair(old, other, true_div))
+
+    return _commit(t, who, compute, _recording(t, who, other))
+
+
+def setitem(t: Tensor, index: tuple, value: Any) -> None:
+    """``t[index] = value``: value broadcast to the indexed part, cast to ``t``'s dtype."""
+    from .tensor import Tensor
+
+    if not _recording(t, "__setitem__", value):
+        value = value.data if isinstance(value, Tensor) else value
+        try:
+            t.data[index] = value
+        except ValueError as e:
+            raise ValueError(f"__setitem__: cannot assign a value of shape {np.shape(value)} "
+                             f"to the indexed part: {e}") from None
+        _note_write(t, _versions.bump(t.data))
+        return
+    if not isinstance(value, Tensor):
+        value = np.asarray(value)
+    _commit(t, "__setitem__", lambda old: _ew.IndexPut.apply(old, value, index=index), True)
+
+
+def _recording(t: Tensor, who: str, other: Any) -> bool:
+    """Check that ``t`` may be written; whether the write is recorded in the graph."""
+    from .tensor import Tensor
+
     data = t.data
     if isinstance(data, np.ndarray) and not data.flags.writeable:
         raise ValueError(f"{who}: the tensor's memory is read-only (an expanded or broadcast "
@@ -117,13 +149,16 @@ def _inplace(t: Tensor, who: str, fn: type, other: Any, true_div: bool = False,
         raise RuntimeError(LEAF_MESSAGE)
     if record and t.grad_fn is not None and _versions.leaf_owner(data) is not None:
         raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
-    old = Tensor._wrap(data, t.grad_fn) if record else t  # the tensor as it was
-    if fn is _ew.Clip:
-        new = fn.apply(old, **kwargs)
-    elif fn is _ew.Assign:
-        new = fn.apply(old, other if isinstance(other, Tensor) else np.asarray(other))
-    else:
-        new = fn.apply(*_pair(old, other, true_div))
+    return record
+
+
+def _commit(t: Tensor, who: str, compute: Any, record: bool) -> Tensor:
+    """Write ``compute(old)`` into ``t``'s memory; ``old`` stands for ``t`` as it was."""
+    from .tensor import Tensor
+
+    data = t.data
+    old = Tensor._wrap(data, t.grad_fn) if record else t
+    new = compute(old)
     if new.data.shape != data.shape:
         raise ValueError(f"{who}: the result has shape {new.data.shape}, which does not match "
                          f"the tensor's shape {data.shape} (the other operand must broadcast "
@@ -134,7 +169,7 @@ def _inplace(t: Tensor, who: str, fn: type, other: Any, true_div: bool = False,
                             f"tensor's dtype {data.dtype}")
     node = new.grad_fn
     if node is not None and old.data is data and node.inputs[0] is old and (
-            0 in fn.read_set(node.needs_input_grad)):
+            0 in node.fn.read_set(node.needs_input_grad)):
         old.data = data.copy()  # the rule reads the old values: keep them
         _versions.set_version(old.data, _versions.version(data))
     if new.data.dtype != data.dtype:
@@ -146,6 +181,11 @@ def _inplace(t: Tensor, who: str, fn: type, other: Any, true_div: bool = False,
         t.grad_fn.output_version = version
         if t.grad_fn.output_ref is not None:
             t.grad_fn.output_ref = weakref.ref(t)
-    elif t.grad_fn is not None:  # modified outside the graph (no_grad): its history stays
-        t.grad_fn.output_version = version
+    else:
+        _note_write(t, version)
     return t
+
+
+def _note_write(t: Tensor, version: int) -> None:
+    if t.grad_fn is not None:  # modified outside the graph (no_grad): its history stays
+        t.grad_fn.output_version = version

@@ -23,6 +23,7 @@ from . import reduce as _red
 from . import return_types as _rt
 from . import shape as _sh
 from . import version as _versions
+from . import inplace as _inplace
 from .inplace import InPlaceMixin
 
 __all__ = [
@@ -547,6 +548,10 @@ class Tensor(InPlaceMixin):
 
     def __getitem__(self, index: Any) -> Tensor:
         return _sh.GetItem.apply(self, index=_index(index))
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``t[index] = value`` in place (recorded like the other in-place operations)."""
+        _inplace.setitem(self, _index(index), value)
 
     # -- elementwise functions
     def exp(self) -> Tensor:
