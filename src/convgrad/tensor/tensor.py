@@ -19,11 +19,11 @@ import numpy as np
 from .. import autograd as _autograd
 from ..autograd import register_tensor_type
 from . import elementwise as _ew
+from . import inplace as _inplace
 from . import reduce as _red
 from . import return_types as _rt
 from . import shape as _sh
 from . import version as _versions
-from . import inplace as _inplace
 from .inplace import InPlaceMixin
 
 __all__ = [
