@@ -114,8 +114,8 @@ class Context:
     def check_versions(self) -> None:
         """Raise if a value the rule reads was modified in place since it was recorded."""
         recorded = dict(self.versions or ())
-        for i in self.fn.read_set(self.needs_input_grad):
-            if i == OUTPUT or not isinstance(self.inputs[i], _registered.tensor_type):
+        for i in self.fn.reads_for(self.needs_input_grad)[0]:
+            if not isinstance(self.inputs[i], _registered.tensor_type):
                 continue
             now, then = self.inputs[i]._version, recorded.get(i, 0)
             if now != then:
@@ -157,16 +157,21 @@ class Function:
             cls._reads_output = any(OUTPUT in r for r in reads.values())
         else:
             cls._reads_output = reads is not None and OUTPUT in reads
+        cls._reads_cache = {}
 
     @classmethod
-    def read_set(cls, needs: tuple | list) -> tuple:
-        """What ``backward`` reads given ``needs_input_grad``: input positions, maybe OUTPUT."""
-        reads = cls.reads
-        if reads is None:
-            return tuple(range(len(needs)))
-        if isinstance(reads, dict):
-            return tuple({r: None for i, n in enumerate(needs) if n for r in reads.get(i, ())})
-        return reads
+    def reads_for(cls, needs: tuple) -> tuple[tuple[int, ...], bool]:
+        """What ``backward`` reads given ``needs_input_grad``: (input positions, the output?)."""
+        found = cls._reads_cache.get(needs)
+        if found is None:
+            reads = cls.reads
+            if reads is None:
+                reads = range(len(needs))
+            elif isinstance(reads, dict):
+                reads = {r for i, n in enumerate(needs) if n for r in reads.get(i, ())}
+            found = (tuple(sorted(r for r in reads if r != OUTPUT)), OUTPUT in reads)
+            cls._reads_cache[needs] = found
+        return found
 
     @staticmethod
     def forward(ctx: Context, *args: Any, **kwargs: Any) -> np.ndarray:
@@ -191,7 +196,7 @@ class Function:
                 edges.append(None)
         record = is_grad_enabled() and True in needs
         if record and _registered.modified:
-            _check_current(cls.__name__, args)
+            _check_current(cls.__name__, args, edges)
         ctx = Context(cls, args, tuple(needs) if record else (False,) * len(args))
         out = cls.forward(ctx, *arrays, **kwargs)
         if type(out) is not np.ndarray or out.dtype.char not in "fd":
@@ -202,27 +207,27 @@ class Function:
             return _wrap(out, None)
         ctx.edges = tuple(edges)
         result = _wrap(out, ctx)
-        if cls._reads_output and OUTPUT in cls.read_set(needs):
+        if cls._reads_output and cls.reads_for(ctx.needs_input_grad)[1]:
             ctx.output_ref = weakref.ref(result)
         if _registered.modified:
-            ctx.versions = tuple((i, args[i]._version) for i in cls.read_set(needs)
-                                 if i != OUTPUT and isinstance(args[i], tensor_type))
+            ctx.versions = tuple([(i, args[i]._version)
+                                  for i in cls.reads_for(ctx.needs_input_grad)[0]
+                                  if isinstance(args[i], tensor_type)])
             ctx.output_version = result._version
         else:
             ctx.output_version = 0
         return result
 
 
-def _check_current(who: str, args: tuple) -> None:
+def _check_current(who: str, args: tuple, edges: list | None = None) -> None:
     """Refuse an input whose memory was modified in place behind its history's back.
 
     A tensor's values changed through another tensor sharing its memory (a view, or the
     base of a view) while its own history stayed: recording on top would differentiate
     the old values.  (Torch rebases the history of views instead; convgrad refuses.)
     """
-    for i, a in enumerate(args):
-        node = a.grad_fn if isinstance(a, _registered.tensor_type) else None
-        if node is not None and a._version != node.output_version:
+    for i, node in enumerate(edges if edges is not None else [a.grad_fn for a in args]):
+        if node is not None and args[i]._version != node.output_version:
             raise RuntimeError(
                 f"{who}: input {i} was modified in place through another tensor that "
                 f"shares its memory (a view or the base of a view), after it was computed; "

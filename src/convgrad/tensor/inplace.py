@@ -169,7 +169,7 @@ def _commit(t: Tensor, who: str, compute: Any, record: bool) -> Tensor:
                             f"tensor's dtype {data.dtype}")
     node = new.grad_fn
     if node is not None and old.data is data and node.inputs[0] is old and (
-            0 in node.fn.read_set(node.needs_input_grad)):
+            0 in node.fn.reads_for(node.needs_input_grad)[0]):
         old.data = data.copy()  # the rule reads the old values: keep them
         _versions.set_version(old.data, _versions.version(data))
     if new.data.dtype != data.dtype:

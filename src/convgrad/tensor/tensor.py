@@ -153,6 +153,7 @@ def _pair(t: Tensor, other: Any, true_div: bool = False) -> tuple:
 
 
 _SCALARS = (int, float, bool)
+_FAST = frozenset(_SCALARS)  # + Tensor, added below: operands that need no conversion
 
 
 def _no_bool(who: str, t: Tensor, other: Any, both: bool = False) -> None:
@@ -162,7 +163,6 @@ def _no_bool(who: str, t: Tensor, other: Any, both: bool = False) -> None:
     if all(bools) if both else any(bools):
         raise TypeError(f"{who}: not supported for bool tensors"
                         + ("" if both else "; to invert a mask use ~ or logical_not()"))
-_FAST = frozenset(_SCALARS)  # + Tensor, added below: operands that need no conversion
 
 
 def as_tensor(x: Any) -> Tensor:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import numpy as np
+
 from ..autograd import mark_modified
 
 __all__ = ["bump", "leaf_owner", "own_leaf", "root", "set_version", "version"]
@@ -39,7 +41,8 @@ def version(a: Any) -> int:
     """How many times the buffer under ``a`` has been modified in place."""
     if not _counts:
         return 0
-    entry = _counts.get(id(r := root(a)))
+    r = a if type(a) is np.ndarray and a.base is None else root(a)
+    entry = _counts.get(id(r))
     return 0 if entry is None or entry[0]() is not r else entry[1]
 
 
