@@ -107,6 +107,8 @@ class Context:
         return tuple(_wrap(v) if isinstance(v, np.ndarray) else v for v in self.saved)
 
     def _free(self) -> None:
+        if self.fn.view:  # a view holds no values of its own: it stays, and (as in torch) a
+            return        # view kept across steps, of a parameter say, is differentiated again
         self.inputs = self.edges = None
         self.saved = ()
         self.__dict__.clear()
@@ -145,10 +147,12 @@ class Function:
     ``reads`` declares the values ``backward`` reads (not shapes or dtypes): a tuple of
     input positions and/or :data:`OUTPUT`, or a dict mapping an input position to what
     its gradient reads (``{0: (1,), 1: (0,)}`` for a product: each gradient reads the
-    other factor).  ``None`` (undeclared) means every input.
+    other factor).  ``None`` (undeclared) means every input.  ``view`` marks operations
+    whose output may be a view of input 0's memory.
     """
 
     reads: tuple | dict | None = None
+    view = False  # True: the output may share the memory of input 0 (reshape, indexing, ...)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -225,14 +229,31 @@ def _check_current(who: str, args: tuple, edges: list | None = None) -> None:
     A tensor's values changed through another tensor sharing its memory (a view, or the
     base of a view) while its own history stayed: recording on top would differentiate
     the old values.  (Torch rebases the history of views instead; convgrad refuses.)
+    A view (``Function.view``) whose base's history is current is current too: its values
+    are the base's, wherever they were written (a parameter updated by an optimiser).
     """
     for i, node in enumerate(edges if edges is not None else [a.grad_fn for a in args]):
-        if node is not None and args[i]._version != node.output_version:
+        if node is not None and args[i]._version != node.output_version and not (
+                _view_of_current(args[i], node)):
             raise RuntimeError(
                 f"{who}: input {i} was modified in place through another tensor that "
                 f"shares its memory (a view or the base of a view), after it was computed; "
                 "its recorded history no longer matches its values. clone() it before "
                 "modifying a view of it in place")
+
+
+def _view_of_current(t: Any, node: Context) -> bool:
+    """Whether ``t`` (output of ``node``) is a chain of views of a tensor whose history is
+    current (a leaf, or a tensor not written behind its history); if so, note it current."""
+    top, base = node, t
+    while node is not None and base._version != node.output_version:
+        if not node.fn.view:
+            return False
+        base, node = node.inputs[0], node.edges[0]
+        if base.grad_fn is not node:  # the base was given a new history in place since
+            return False
+    top.output_version = t._version
+    return True
 
 
 def _float_array(value: Any) -> np.ndarray:

@@ -131,7 +131,23 @@ def setitem(t: Tensor, index: tuple, value: Any) -> None:
         return
     if not isinstance(value, Tensor):
         value = np.asarray(value)
+    elif _is_view_at(value.data, t.data, index):
+        # ``t[index] op= v``: Python modified the view ``t[index]`` in place (changing t's
+        # memory behind its history) and now writes it back; the write-back records it
+        _note_write(t, _versions.version(t.data))
     _commit(t, "__setitem__", lambda old: _ew.IndexPut.apply(old, value, index=index), True)
+
+
+def _is_view_at(a: Any, data: Any, index: tuple) -> bool:
+    """Whether ``a`` is the very view ``data[index]`` (same memory, shape and strides)."""
+    if not isinstance(a, np.ndarray) or not isinstance(data, np.ndarray) or a.base is None:
+        return False
+    try:
+        ref = data[index]
+    except (IndexError, ValueError, TypeError):
+        return False
+    return (ref.base is not None and a.shape == ref.shape and a.strides == ref.strides
+            and a.__array_interface__["data"][0] == ref.__array_interface__["data"][0])
 
 
 def _recording(t: Tensor, who: str, other: Any) -> bool:

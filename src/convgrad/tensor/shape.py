@@ -19,6 +19,7 @@ Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
 class Reshape(Function):
     reads = ()
+    view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -32,6 +33,7 @@ class Reshape(Function):
 
 class Permute(Function):
     reads = ()
+    view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, perm: tuple) -> np.ndarray:
@@ -46,6 +48,7 @@ class Permute(Function):
 
 class BroadcastTo(Function):
     reads = ()
+    view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -65,6 +68,7 @@ def _is_basic(index: tuple) -> bool:
 
 class GetItem(Function):
     reads = ()
+    view = True
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, index: tuple) -> np.ndarray:
