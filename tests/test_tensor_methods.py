@@ -284,6 +284,8 @@ def _both(op, a, b, at, bt):
     same(op(a, b), rt, rtol=1e-6)
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
 @pytest.mark.parametrize("op", ARITH + [operator.pow])
 @pytest.mark.parametrize("i", range(len(KINDS)))
 def test_dtype_promotion_matches_torch(op, i):
