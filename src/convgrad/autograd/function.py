@@ -79,7 +79,7 @@ class Context:
     node holds no reference cycle).  Forward may set any other attribute.
 
     Versions (recorded only once some tensor was modified in place; 0 before):
-    ``versions`` the ``(position, version)`` of each input the rule reads,
+    ``versions`` the version of each input the rule reads (in ``reads_for`` order),
     ``output_version`` the output's, ``output_ref`` a weak reference to the output
     Tensor when the rule reads it.
     """
@@ -115,11 +115,11 @@ class Context:
 
     def check_versions(self) -> None:
         """Raise if a value the rule reads was modified in place since it was recorded."""
-        recorded = dict(self.versions or ())
-        for i in self.fn.reads_for(self.needs_input_grad)[0]:
+        positions = self.fn.reads_for(self.needs_input_grad)[0]
+        for i, then in zip(positions, self.versions or (0,) * len(positions)):
             if not isinstance(self.inputs[i], _registered.tensor_type):
                 continue
-            now, then = self.inputs[i]._version, recorded.get(i, 0)
+            now = self.inputs[i]._version
             if now != then:
                 raise RuntimeError(MODIFIED_MESSAGE.format(
                     what=f"input {i} of {self.fn.__name__}Backward", now=now, then=then))
@@ -214,10 +214,11 @@ class Function:
         if cls._reads_output and cls.reads_for(ctx.needs_input_grad)[1]:
             ctx.output_ref = weakref.ref(result)
         if _registered.modified:
-            ctx.versions = tuple([(i, args[i]._version)
-                                  for i in cls.reads_for(ctx.needs_input_grad)[0]
-                                  if isinstance(args[i], tensor_type)])
-            ctx.output_version = result._version
+            ctx.versions = tuple([args[i]._version if isinstance(args[i], tensor_type) else 0
+                                  for i in cls.reads_for(ctx.needs_input_grad)[0]])
+            # a fresh array (not an input returned as it is) has never been modified
+            fresh = out.base is None and not any(out is a for a in arrays)
+            ctx.output_version = 0 if fresh else result._version
         else:
             ctx.output_version = 0
         return result
