@@ -125,7 +125,7 @@ def test_bad_in_place_operands():
         t.fill_(cg.tensor([1.0, 2.0]))
     with pytest.raises(ValueError, match="clamp_"):
         t.clamp_()
-    with pytest.raises(TypeError, match="alpha"):
+    with pytest.raises(TypeError, match="add_: alpha="):
         t.add_(1.0, alpha="2")
     with pytest.raises(TypeError, match="sub_: not supported for bool"):
         cg.tensor([1.0]).sub_(cg.tensor([True], dtype=np.bool_))

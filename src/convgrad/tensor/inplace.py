@@ -38,14 +38,14 @@ class InPlaceMixin:
 
     def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """``self += alpha * other``."""
-        return _inplace(self, "add_", _ew.Add, _scaled(other, alpha))
+        return _inplace(self, "add_", _ew.Add, _scaled("add_", other, alpha))
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """``self -= alpha * other``."""
         from .tensor import _no_bool
 
         _no_bool("sub_", self, other)
-        return _inplace(self, "sub_", _ew.Sub, _scaled(other, alpha))
+        return _inplace(self, "sub_", _ew.Sub, _scaled("sub_", other, alpha))
 
     def mul_(self, other: Any) -> Tensor:
         return _inplace(self, "mul_", _ew.Mul, other)
@@ -95,9 +95,9 @@ class InPlaceMixin:
         return self.div_(other)
 
 
-def _scaled(other: Any, alpha: Any) -> Any:
+def _scaled(who: str, other: Any, alpha: Any) -> Any:
     if isinstance(alpha, bool) or not isinstance(alpha, int | float):
-        raise TypeError(f"alpha={alpha!r} must be a number")
+        raise TypeError(f"{who}: alpha={alpha!r} must be a number")
     return other if alpha == 1 else other * alpha
 
 
