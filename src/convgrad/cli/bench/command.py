@@ -84,7 +84,9 @@ def run_bench(args: Any) -> int:
     for name in dict.fromkeys(against):
         impl = make_impl(name, THREADS)
         try:
-            versions[name] = impl.load()
+            version = impl.load()
+            if name != "torch_cl":  # the same library as torch
+                versions[name] = version
         except Exception as e:  # ImportError, or a broken install
             skipped_peers[name] = f"cannot import: {type(e).__name__}: {e}"
             print(f"skipping peer {name}: {skipped_peers[name]}", file=out, flush=True)

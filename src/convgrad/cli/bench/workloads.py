@@ -34,9 +34,9 @@ STEP_PASSES = ("step",)
 METRIC_OPS = ("ms_ssim", "ssim")
 NETWORK_OPS = ("train_classifier", "train_autoencoder")
 
-#: set to 1 to shrink every workload to a toy size (used by the test suite)
 #: every implementation runs on this many threads
 THREADS = 2
+#: set to 1 to shrink every workload to a toy size (used by the test suite)
 TINY_ENV = "CONVGRAD_BENCH_TINY"
 
 
