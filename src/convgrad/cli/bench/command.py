@@ -96,7 +96,8 @@ def run_bench(args: Any) -> int:
 
     notes = []
     if quick:
-        notes.append(f"--quick: {runs} timed runs, batch sizes shrunk to a quarter (at least 1)")
+        notes.append(f"--quick: {runs} timed runs, batch sizes shrunk to a quarter (at least 1; "
+                     "a batch of 1 halves its image sides instead)")
     if tiny:
         notes.append(f"{TINY_ENV} is set: toy shapes (batch 1, small images) and a 512^3 "
                      "matmul - for testing the harness, not for numbers")
