@@ -6,11 +6,12 @@ import threading
 
 import numpy as np
 import pytest
-import torch
 
 import convgrad as cg
 from convgrad.autograd import Context, Function, backward
 from convgrad.tensor import Tensor
+
+torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(99)
 

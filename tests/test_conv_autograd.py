@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import itertools
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as TF
 
 import convgrad as cg
 import convgrad.functional as F
 
 from .tolerances import assert_close
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+torch = pytest.importorskip("torch")
+TF = pytest.importorskip("torch.nn.functional")
 
 jax.config.update("jax_enable_x64", True)
 KERNELS = ("conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad")

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as TF
 
 import convgrad as cg
 import convgrad.functional as F
 from convgrad.ops.profiler import profile
 
 from .tolerances import assert_close
+
+torch = pytest.importorskip("torch")
+TF = pytest.importorskip("torch.nn.functional")
 
 N_CONFIGS = 540
 TORCH_CONV = {1: TF.conv1d, 2: TF.conv2d, 3: TF.conv3d}

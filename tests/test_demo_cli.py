@@ -1,4 +1,4 @@
-"""Oracle: pytorch_msssim and the library for `msssim`; PNG signature and Pillow; the demo's loss.
+"""Oracle: pytorch_msssim (float64 window) and the library for `msssim`; PNG and Pillow; the loss.
 
 The demo command runs end to end with few steps; its loss history must go down.
 """
@@ -9,10 +9,6 @@ import os
 
 import numpy as np
 import pytest
-import pytorch_msssim as pm
-import torch
-from PIL import Image
-from skimage import data
 
 import convgrad as cg
 from convgrad import cli
@@ -20,11 +16,15 @@ from convgrad.cli import demo
 from convgrad.cli.images import read_image
 from convgrad.metrics import ms_ssim, ssim
 
+Image = pytest.importorskip("PIL.Image")  # the demo extra: Pillow reads and writes the files
+data = pytest.importorskip("skimage.data")  # and scikit-image bundles the photographs
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 # ----------------------------------------------------------------------------- demo
 def test_demo_command_end_to_end(tmp_path, capsys):
+    pytest.importorskip("matplotlib")  # the figure
     out = tmp_path / "out"
     rc = cli.main(["demo", "--steps", "3", "--seed", "0", "--out", str(out), "--no-progress"])
     captured = capsys.readouterr()
@@ -110,6 +110,8 @@ def _parse(out: str) -> tuple[float, float]:
 
 @pytest.mark.parametrize("colour", [False, True])
 def test_msssim_command_matches_the_library_and_pytorch_msssim(tmp_path, capsys, colour):
+    torch = pytest.importorskip("torch")
+    pm = pytest.importorskip("pytorch_msssim")
     rng = np.random.default_rng(0)
     clean = (data.astronaut() if colour else data.camera())[:200, :230]
     noisy = np.clip(clean + rng.normal(0, 20, clean.shape), 0, 255).astype(np.uint8)
@@ -124,8 +126,11 @@ def test_msssim_command_matches_the_library_and_pytorch_msssim(tmp_path, capsys,
     assert s == pytest.approx(ssim(x, y).item(), abs=1e-9)
     assert ms == pytest.approx(ms_ssim(x, y).item(), abs=1e-9)
     tx, ty = torch.from_numpy(x), torch.from_numpy(y)
-    assert s == pytest.approx(pm.ssim(tx, ty, data_range=1.0).item(), abs=1e-9)
-    assert ms == pytest.approx(pm.ms_ssim(tx, ty, data_range=1.0).item(), abs=1e-9)
+    coords = torch.arange(11, dtype=torch.float64) - 5  # pytorch-msssim's window, in float64
+    win = torch.exp(-(coords**2) / (2 * 1.5**2))
+    win = (win / win.sum()).reshape(1, 1, 1, 11).repeat(x.shape[1], 1, 1, 1)
+    assert s == pytest.approx(pm.ssim(tx, ty, data_range=1.0, win=win).item(), abs=1e-9)
+    assert ms == pytest.approx(pm.ms_ssim(tx, ty, data_range=1.0, win=win).item(), abs=1e-9)
 
 
 def test_rgba_is_read_as_rgb_and_gray_as_one_channel(tmp_path):
@@ -140,24 +145,25 @@ def test_rgba_is_read_as_rgb_and_gray_as_one_channel(tmp_path):
     assert g.shape == (1, 170, 180) and g.max() <= 1.0
 
 
-@pytest.mark.parametrize("case", ["size", "small", "channels", "missing", "not_image"])
+@pytest.mark.parametrize("case", ["size", "tiny", "channels", "missing", "not_image"])
 def test_msssim_command_errors_are_messages_not_tracebacks(tmp_path, capsys, case):
     cam = data.camera()
     a = _write(tmp_path / "a.png", cam[:200, :200])
     b = {
         "size": lambda: _write(tmp_path / "b.png", cam[:200, :210]),
-        "small": lambda: a,
+        "tiny": lambda: a,
         "channels": lambda: _write(tmp_path / "b.png", cam[:200, :200], "RGB"),
         "missing": lambda: str(tmp_path / "nope.png"),
         "not_image": lambda: (tmp_path / "b.png").write_text("hello") and str(tmp_path / "b.png"),
     }[case]()
-    if case == "small":
-        a = b = _write(tmp_path / "s.png", cam[:150, :300])
+    if case == "tiny":  # smaller than the window, so no SSIM (too small for MS-SSIM alone
+        a = b = _write(tmp_path / "s.png", cam[:9, :30])  # is not an error: test_cli.py)
     rc = cli.main(["msssim", a, b])
     captured = capsys.readouterr()
     assert rc == 2 and captured.out == ""
     assert captured.err.startswith("convgrad msssim: error:") and "Traceback" not in captured.err
-    expected = {"size": "differ in size", "small": "> 160", "channels": "gray",
+    expected = {"size": "differ in size", "tiny": "30x9 gray: SSIM needs both sides >= the "
+                "window (--win-size 11)", "channels": "gray",
                 "missing": "nope.png", "not_image": "cannot read"}[case]
     assert expected in captured.err
 

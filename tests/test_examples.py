@@ -10,11 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import convgrad as cg
 
 from .tolerances import assert_close
+
+pytest.importorskip("skimage")  # the examples' photograph
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -46,6 +47,7 @@ def test_deconvolution_sharpens_with_input_gradients_only(deconvolution):
 
 
 def test_deconvolution_blur_and_its_adjoint_match_torch(deconvolution):
+    torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)
     x = rng.random((1, 1, 20, 24))
     k = deconvolution.gaussian_kernel().astype(np.float64)
@@ -62,7 +64,7 @@ def test_deconvolution_blur_and_its_adjoint_match_torch(deconvolution):
     assert_close(xs.grad.data, xt.grad.numpy(), np.float64, "blur adjoint")
 
 
-def _torch_critic(model) -> torch.nn.Module:
+def _torch_critic(torch, model):
     body = torch.nn.Sequential(
         torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.Tanh(),
         torch.nn.Conv2d(8, 8, 3, stride=2, padding=1), torch.nn.Tanh(),
@@ -73,8 +75,9 @@ def _torch_critic(model) -> torch.nn.Module:
 
 
 def test_gradient_penalty_and_its_weight_gradient_match_torch(gradient_penalty):
+    torch = pytest.importorskip("torch")
     model = gradient_penalty.Critic(rng=0).double()
-    body = _torch_critic(model)
+    body = _torch_critic(torch, model)
     x, t = gradient_penalty.make_batch(gradient_penalty.load_photo(), np.random.default_rng(1))
     x, t = x.astype(np.float64), t.astype(np.float64)
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as TF
 
 import convgrad as cg
 import convgrad.functional as F
 from convgrad.tensor import Tensor
+
+torch = pytest.importorskip("torch")
+TF = pytest.importorskip("torch.nn.functional")
 
 RNG = np.random.default_rng(7)
 

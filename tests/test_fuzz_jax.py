@@ -8,7 +8,7 @@ every gradient; or the reference rejects it and convgrad raises ``ValueError``/
 ``TypeError`` starting with ``conv_general:`` and naming the offending argument (the
 faulted one itself when the same draw without its fault is valid).
 
-The reference is JAX plus the rules API.md adds on top of it: every output length must
+The reference is JAX plus the rules docs/API.md adds on top of it: every output length must
 be >= 1 (JAX returns an empty dim), the input's spatial dims must be non-empty (torch's
 rule; JAX pads an empty dim), the bias has shape (C_out,), ``flip`` is a bool, and
 ``padding`` is an int, one int per spatial dim or one (lo, hi) pair per spatial dim (a
@@ -187,7 +187,7 @@ def _with_fault(draw, d: Draw) -> Draw:
         words = (name,)
     elif fault == "padding_form":
         words = ("padding",)
-        if nd == 1:  # API.md: a flat (lo, hi) in 1-D is an error
+        if nd == 1:  # docs/API.md: a flat (lo, hi) in 1-D is an error
             kw["padding"] = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
         else:
             kw["padding"] = tuple([(0, 0, 0)] * nd)
@@ -197,7 +197,7 @@ def _with_fault(draw, d: Draw) -> Draw:
 
 # ------------------------------------------------------------------------ the reference
 def _jax_padding(padding, nd: int):
-    """API.md's padding forms as JAX's (lo, hi) pairs; None when the form is illegal."""
+    """docs/API.md's padding forms as JAX's (lo, hi) pairs; None when the form is illegal."""
     def is_int(v):
         return isinstance(v, Integral) and not isinstance(v, bool)
 

@@ -9,7 +9,7 @@ a third of the draws carry one deliberate fault (a bad stride, a mis-shaped bias
 when the same draw without the fault is valid, the message must name the faulted
 argument itself (and quote its value for per-dim arguments).
 
-Where torch is lax, API.md decides: with an empty batch torch checks almost nothing
+Where torch is lax, docs/API.md decides: with an empty batch torch checks almost nothing
 (it accepts dilation=0 and empty outputs), so a draw with N=0 is valid when the same
 draw with N=1 is; torch's float32 path misses checks its float64 path makes, so the
 float64 path gives the verdict; an empty output or input spatial dim is an error.  Padding modes
@@ -26,8 +26,6 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as TF
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -36,6 +34,9 @@ import convgrad.functional as F
 
 from .draw_limits import time_limit
 from .tolerances import assert_close
+
+torch = pytest.importorskip("torch")
+TF = pytest.importorskip("torch.nn.functional")
 
 TORCH_CONV = {1: TF.conv1d, 2: TF.conv2d, 3: TF.conv3d}
 TORCH_CONVT = {1: TF.conv_transpose1d, 2: TF.conv_transpose2d, 3: TF.conv_transpose3d}
@@ -93,7 +94,7 @@ def _as_list(value, nd: int) -> list[int]:
 
 
 def _pairs(padding) -> list[tuple[int, int]] | None:
-    """(lo, hi) per dim if ``padding`` uses API.md's pair form (torch has none), else None."""
+    """(lo, hi) per dim if ``padding`` uses docs/API.md's pair form (torch has none), else None."""
     if isinstance(padding, tuple) and any(isinstance(p, tuple) for p in padding):
         return [tuple(p) if isinstance(p, tuple) else (p, p) for p in padding]
     return None
@@ -137,7 +138,7 @@ def draws(draw, transposed: bool) -> Draw:
             padding = "valid"
         elif draw(st.integers(0, 3)):
             padding = _per_dim(draw, [draw(st.integers(0, 3)) for _ in range(nd)])
-        else:  # API.md's (lo, hi) pairs (an int for a symmetric dim, sometimes)
+        else:  # docs/API.md's (lo, hi) pairs (an int for a symmetric dim, sometimes)
             pairs = [(draw(st.integers(0, 3)), draw(st.integers(0, 3))) for _ in range(nd)]
             padding = tuple(lo if lo == hi and draw(st.booleans()) else (lo, hi)
                             for lo, hi in pairs)
@@ -281,7 +282,7 @@ def _arrays(d: Draw):
 
 
 def torch_verdict(d: Draw) -> object:
-    """None if torch (and API.md) accept the draw, else why not.
+    """None if torch (and docs/API.md) accept the draw, else why not.
 
     The verdict comes from torch's float64 path with a non-empty batch: its float32
     (oneDNN) path misses checks (it accepts dilation=0 with a one-tap transposed kernel)
@@ -296,7 +297,7 @@ def torch_verdict(d: Draw) -> object:
             y = torch_call(d, *(None if a is None else torch.from_numpy(a) for a in (x, w, b)))
     except Exception as e:  # torch rejects the configuration
         return e
-    # API.md: an output length must be >= 1, and an input's spatial dims must be non-empty
+    # docs/API.md: an output length must be >= 1, and an input's spatial dims must be non-empty
     if 0 in y.shape[-d.nd:]:
         return "an empty output spatial dim"
     if 0 in d.x_shape[-d.nd:]:

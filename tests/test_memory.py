@@ -1,4 +1,4 @@
-"""Oracle: API.md's bound (inputs + output + workspace limit + slack), by max RSS and tracemalloc.
+"""Oracle: docs/API.md's memory bound (inputs + output + workspace + slack), max RSS, tracemalloc.
 
 Each large case runs one kernel in a fresh subprocess with glibc told to return freed
 blocks at once (``MALLOC_MMAP_THRESHOLD_=65536 MALLOC_TRIM_THRESHOLD_=0``).  After a
@@ -243,7 +243,7 @@ def test_workspace_limit_arguments():
 
 
 def test_huge_input_dilation_runs_in_tiny_memory():
-    """API.md: input dilation is never materialised (10**6 on a tiny input)."""
+    """docs/API.md: input dilation is never materialised (10**6 on a tiny input)."""
     x = cg.tensor(np.arange(1.0, 4.0).reshape(1, 1, 3), requires_grad=True)
     w = cg.tensor(np.array([[[2.0, 5.0]]]), requires_grad=True)
     tracemalloc.start()

@@ -6,12 +6,13 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
 import convgrad as cg
 from convgrad import nn
 
 from .tolerances import assert_close
+
+torch = pytest.importorskip("torch")
 
 
 @pytest.fixture(autouse=True)

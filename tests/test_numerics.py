@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
-import torch.nn.functional as TF
 
 import convgrad as cg
 import convgrad.functional as F
+
+torch = pytest.importorskip("torch")
+TF = pytest.importorskip("torch.nn.functional")
 
 TORCH = {(False, 1): TF.conv1d, (False, 2): TF.conv2d, (True, 1): TF.conv_transpose1d,
          (True, 2): TF.conv_transpose2d}

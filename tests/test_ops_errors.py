@@ -1,4 +1,4 @@
-"""Oracle: the contract in API.md (messages name the argument)."""
+"""Oracle: the contract in docs/API.md (messages name the argument)."""
 
 from __future__ import annotations
 

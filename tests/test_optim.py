@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import convgrad as cg
 from convgrad import nn
 from convgrad.optim import SGD, Adam
+
+torch = pytest.importorskip("torch")
 
 SHAPES = [(33, 17), (64,), (5, 3, 3, 3), ()]
 # torch's vectorised CPU kernels fuse multiply-adds exactly as convgrad's float32 path does

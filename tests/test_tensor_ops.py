@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import convgrad as cg
 import convgrad as fn
 from convgrad.tensor import Tensor, cat
+
+torch = pytest.importorskip("torch")
 
 RNG = np.random.default_rng(1234)
 

@@ -16,7 +16,6 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-import torch
 
 import convgrad as cg
 import convgrad.functional as F
@@ -190,6 +189,8 @@ def test_compressed_archive_loads(tmp_path):
 
 # ------------------------------------------------------------------ load_state_dict
 def _models():
+    """Our model and torch's (its state_dict keys and values are the oracle)."""
+    torch = pytest.importorskip("torch")
     ours = cg.nn.Sequential(cg.nn.Conv2d(2, 3, 3, padding=1), cg.nn.ReLU(),
                             cg.nn.Conv2d(3, 1, 3))
     theirs = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.ReLU(),
@@ -198,6 +199,7 @@ def _models():
 
 
 def test_torch_checkpoint_through_a_file(tmp_path):
+    torch = pytest.importorskip("torch")
     ours, theirs = _models()
     state = {k: v.detach().numpy() for k, v in theirs.state_dict().items()}
     path = tmp_path / "torch.npz"

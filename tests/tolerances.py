@@ -1,4 +1,4 @@
-"""Tolerances of API.md: max-norm relative error 1e-4 (float32), 1e-10 (float64)."""
+"""Tolerances of docs/API.md: max-norm relative error 1e-4 (float32), 1e-10 (float64)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ TOL = {np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-10}
 
 
 def assert_close(actual, expected, dtype=None, what: str = "") -> None:
-    """Max-norm relative agreement at API.md's tolerance for ``dtype``."""
+    """Max-norm relative agreement at docs/API.md's tolerance for ``dtype``."""
     a = np.asarray(actual, dtype=np.float64)
     b = np.asarray(expected, dtype=np.float64)
     assert a.shape == b.shape, f"{what}: shape {a.shape} != {b.shape}"

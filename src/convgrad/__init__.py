@@ -3,8 +3,9 @@
 ``import convgrad as cg`` and ``import convgrad.functional as F``.  The layers, each a
 package: ``ops`` (convolution kernels on ndarrays, their algorithms, the profiler),
 ``autograd`` (the engine), ``tensor`` (``Tensor`` and its differentiable operations),
-``functional``, ``nn``, ``optim``, ``metrics``, ``serialization``, ``testing``
-(finite-difference checks) and ``cli`` (the ``convgrad`` command).
+``functional``, ``nn``, ``optim``, ``utils`` (data loading), ``metrics``,
+``serialization``, ``testing`` (finite-difference checks) and ``cli`` (the ``convgrad``
+command); ``random`` holds the one seeded generator behind ``cg.manual_seed``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .functional.conv import (
 )
 from .ops.profiler import profile
 from .ops.workspace import get_workspace_limit, set_workspace_limit, workspace_limit
+from .random import manual_seed
 from .tensor import (
     Tensor,
     as_tensor,
@@ -67,15 +69,15 @@ __all__ = [
     "get_workspace_limit", "set_workspace_limit", "cat", "as_tensor",
     "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean", "min", "permute",
     "pow", "relu", "reshape", "sigmoid", "sqrt", "squeeze", "sum", "tanh", "transpose",
-    "unsqueeze", "nn", "optim", "metrics", "save", "load",
+    "unsqueeze", "nn", "optim", "metrics", "save", "load", "manual_seed", "utils",
 ]
 
 
 def __getattr__(name: str):
-    # the heavier layers load on first use: cg.nn, cg.optim, cg.metrics, cg.save, cg.load
+    # the heavier layers load on first use: cg.nn, cg.optim, cg.metrics, cg.utils, cg.save, cg.load
     import importlib
 
-    if name in ("nn", "optim", "metrics"):
+    if name in ("nn", "optim", "metrics", "utils"):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)

@@ -192,7 +192,10 @@ def run(quick: bool = False, out: TextIO = sys.stdout) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="convgrad gradcheck", description=__doc__.split("\n")[0])
+    from .main import DefaultsHelpFormatter
+
+    parser = argparse.ArgumentParser(prog="convgrad gradcheck", description=__doc__.split("\n")[0],
+                                     formatter_class=DefaultsHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="the small sweep, 12 random elements per input (< 10 s)")
     return run(quick=parser.parse_args(argv).quick)

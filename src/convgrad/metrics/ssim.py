@@ -1,4 +1,4 @@
-"""Differentiable image metrics: ``ssim``, ``ms_ssim`` (as pytorch-msssim computes them), ``psnr``.
+"""Differentiable image metrics: ``ssim``, ``ms_ssim`` (pytorch-msssim's definitions), ``psnr``.
 
 SSIM (Wang et al. 2004) with a Gaussian window and valid filtering; MS-SSIM (Wang et
 al. 2003) over five scales with 2x average pooling in between.  The Gaussian window is
@@ -7,18 +7,25 @@ separable, so each filtering is two 1-D depthwise convolutions (``(C, 1, K, 1)``
 The window is a constant ndarray, so backward runs only ``conv_input_grad`` for it,
 never ``conv_weight_grad``.
 
-Faithfulness to pytorch-msssim: the window is computed in float32 as
-``_fspecial_gauss_1d`` does (including torch's order of summation for the normalising
-sum) and then cast to the input's dtype; it is bit-identical to torch's for every odd
-size up to 51 (torch's vectorised float32 ``exp`` is not correctly rounded, and differs
-by an ulp for a few wider windows, e.g. 53 taps with sigma 7); the filter passes run over H then
-W; ``C1 = (K1 R)^2``, ``C2 = (K2 R)^2``; the contrast-structure term of the first four
-scales and the SSIM of the last go through ``relu`` and are raised to the weights and
-multiplied; the result is the mean over channels and batch.  Two deliberate
-differences: an image smaller than the window is a ValueError (pytorch-msssim skips
-the smoothing with a warning), and ``ms_ssim`` requires the smaller side to exceed
-``(win_size - 1) * 2**(levels - 1)`` for ``levels = len(weights)`` (pytorch-msssim's
-``(win_size - 1) * 2**4`` for the default five weights).
+Everything is computed in the input's dtype, the window included (exact in float64,
+rounded once to the input's dtype: see :func:`gaussian_window`): float64 SSIM is float64
+throughout, and equals scikit-image's ``structural_similarity`` with
+``gaussian_weights=True, sigma=1.5, use_sample_covariance=False`` (whose average over
+the image cropped by ``(win_size - 1) // 2`` is exactly our valid filtering).  As in
+pytorch-msssim the filter passes run over H then W; ``C1 = (K1 R)^2``,
+``C2 = (K2 R)^2``; the contrast-structure term of the first scales and the SSIM of the
+last go through ``relu``, are raised to the weights and multiplied; the result is the
+mean over channels and batch.  (pytorch-msssim builds its window in float32 whatever the
+input's dtype; given a float64 window through its ``win`` argument, its float64 result
+is ours.)  Two deliberate differences: an image smaller than the window is
+a ValueError (pytorch-msssim skips the smoothing with a warning), and ``ms_ssim``
+requires the smaller side to exceed ``(win_size - 1) * 2**(levels - 1)`` for
+``levels = len(weights)`` (pytorch-msssim's ``(win_size - 1) * 2**4`` for the default
+five weights).
+
+``data_range`` (the span of possible pixel values, ``R`` above) defaults to 1 for
+floating-point inputs and to the dtype's span for integer ndarrays (255 for uint8, as
+scikit-image does); integer inputs are compared in float64.
 """
 
 from __future__ import annotations
@@ -40,79 +47,29 @@ MS_SSIM_WEIGHTS = (0.0448, 0.2856, 0.3001, 0.2363, 0.1333)
 
 
 # ----------------------------------------------------------------------------- the window
-def _torch_float32_sum(a: np.ndarray) -> np.float32:
-    """Sum of a 1-D float32 array in the order of torch's CPU ``sum`` (cascade_sum).
-
-    torch sums contiguous rows with 8-lane vectors when there are at least 8 elements:
-    the vectors are summed four at a time into partial sums (``row_sum``), the scalar
-    tail is added to a running total first, and the 8 lanes after it.  Shorter rows use
-    the same ``row_sum`` on scalars.  Emulated here so that the normalised window
-    matches torch's bit for bit.
-    """
-    f32 = np.float32
-    lanes = 8
-    if a.size >= lanes:
-        n_vec = a.size // lanes
-        acc = _row_sum(a[: n_vec * lanes].reshape(n_vec, lanes))
-        total = f32(0)
-        for v in a[n_vec * lanes:]:
-            total = f32(total + v)
-        for v in acc:
-            total = f32(total + v)
-        return total
-    return _row_sum(a.reshape(-1, 1))[0]
-
-
-def _row_sum(rows: np.ndarray) -> np.ndarray:
-    """torch's ``row_sum``: rows in groups of 4 (``multi_row_sum``), tail, then the 4 partials."""
-    ilp = 4
-    n_ilp = len(rows) // ilp
-    partial = _multi_row_sum(rows[: n_ilp * ilp].reshape(n_ilp, ilp * rows.shape[1]))
-    partial = partial.reshape(ilp, rows.shape[1])
-    for r in rows[n_ilp * ilp:]:
-        partial[0] = partial[0] + r
-    for k in range(1, ilp):
-        partial[0] = partial[0] + partial[k]
-    return partial[0]
-
-
-def _multi_row_sum(rows: np.ndarray) -> np.ndarray:
-    """torch's ``multi_row_sum``: a 4-level cascade of accumulators, columnwise."""
-    levels, size = 4, len(rows)
-    power = max(4, (math.ceil(math.log2(size)) if size > 1 else 0) // levels)
-    step, mask = 1 << power, (1 << power) - 1
-    acc = np.zeros((levels, rows.shape[1]), np.float32)
-    i = 0
-    while i + step <= size:
-        for _ in range(step):
-            acc[0] = acc[0] + rows[i]
-            i += 1
-        for j in range(1, levels):
-            acc[j] = acc[j] + acc[j - 1]
-            acc[j - 1] = 0
-            if i & (mask << (j * power)):
-                break
-    for r in rows[i:]:
-        acc[0] = acc[0] + r
-    for j in range(1, levels):
-        acc[0] = acc[0] + acc[j]
-    return acc[0]
-
-
 def gaussian_window(win_size: int = 11, win_sigma: float = 1.5, dtype: Any = np.float32
                     ) -> np.ndarray:
     """The normalised 1-D Gaussian ``exp(-(i - size//2)^2 / (2 sigma^2))``, shape (win_size,).
 
-    Computed in float32 as pytorch-msssim's ``_fspecial_gauss_1d`` (the exponential
-    correctly rounded, the sum in torch's order), then cast to ``dtype``.
+    Computed in float64 and rounded once to ``dtype``: each float32 tap is the float32
+    nearest the exact one, and the taps sum to 1 within their own rounding (1.4e-9 for the
+    default 11 taps).  (Normalised in float32 they would sum to 1 only within ~1e-7, and
+    that bias of every local mean is multiplied by ``mu^2 / sigma^2`` in the variances
+    ``E[x^2] - mu^2``: float32 SSIM 5e-5 off float64 on a photograph with flat regions,
+    instead of 1e-6.)
     """
-    _check_window(win_size, win_sigma, "gaussian_window")
-    coords = np.arange(win_size, dtype=np.float32)
-    coords -= win_size // 2
-    arg = -(coords**2) / np.float32(2 * win_sigma**2)
-    g = np.exp(arg.astype(np.float64)).astype(np.float32)
-    g /= _torch_float32_sum(g)
-    return g.astype(dtype)
+    fn = "gaussian_window"
+    _check_window(win_size, win_sigma, fn)
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.kind != "f":
+        raise TypeError(f"{fn}: dtype={dtype!r} must be a floating-point dtype "
+                        "(float32 or float64)")
+    coords = np.arange(win_size, dtype=np.float64) - win_size // 2
+    g = np.exp(-(coords * coords) / (2.0 * win_sigma**2))
+    return (g / g.sum()).astype(dt)
 
 
 def _check_window(win_size: Any, win_sigma: Any, fn: str) -> None:
@@ -141,23 +98,50 @@ def gaussian_filter(x: Any, win: np.ndarray, separable: bool = True) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- SSIM
-def _inputs(x: Any, y: Any, data_range: Any, K: Any, fn: str) -> tuple[Tensor, Tensor]:
+def _is_integer(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and v.dtype.kind in "biu"
+
+
+def _data_range(x: Any, y: Any, data_range: Any, fn: str) -> float:
+    """``data_range`` checked, or when None: 1 for floats, the integer dtype's span."""
+    if data_range is not None:
+        if isinstance(data_range, bool) or not isinstance(data_range, Real) or not data_range > 0:
+            raise ValueError(f"{fn}: data_range={data_range!r} must be a positive number")
+        return data_range
+    if not (_is_integer(x) or _is_integer(y)):
+        return 1.0
+    if not (_is_integer(x) and _is_integer(y)) or x.dtype != y.dtype:
+        raise ValueError(f"{fn}: x has dtype {getattr(x, 'dtype', type(x).__name__)} and y "
+                         f"{getattr(y, 'dtype', type(y).__name__)}; "
+                         "integer images must share one dtype, or pass data_range explicitly")
+    if x.dtype.kind == "b":
+        return 1.0
+    info = np.iinfo(x.dtype)
+    return float(int(info.max) - int(info.min))  # 255 for uint8, 65535 for uint16
+
+
+def _as_float(v: Any) -> Tensor:
+    # integer images are compared in float64 (exact for every 32-bit integer)
+    return as_tensor(v.astype(np.float64) if _is_integer(v) else v)
+
+
+def _inputs(x: Any, y: Any, data_range: Any, K: Any, fn: str) -> tuple[Tensor, Tensor, float]:
+    """(x, y, data_range) checked: float Tensors of one shape and dtype, and the range."""
     for name, v in (("x", x), ("y", y)):
         if not isinstance(v, Tensor | np.ndarray):
             raise TypeError(f"{fn}: {name} must be a Tensor or an ndarray, got {type(v).__name__}")
-    x, y = as_tensor(x), as_tensor(y)
+    data_range = _data_range(x, y, data_range, fn)
+    x, y = _as_float(x), _as_float(y)
     if x.shape != y.shape:
         raise ValueError(f"{fn}: x and y must have the same shape, got {x.shape} and {y.shape}")
     if x.ndim != 4:
         raise ValueError(f"{fn}: inputs must be (N, C, H, W), got shape {x.shape}")
     if x.dtype != y.dtype:  # promote as NumPy does (float32 + float64 -> float64)
         x, y = x.astype(np.float64), y.astype(np.float64)
-    if isinstance(data_range, bool) or not isinstance(data_range, Real) or not data_range > 0:
-        raise ValueError(f"{fn}: data_range={data_range!r} must be a positive number")
     if (not isinstance(K, Sequence) or len(K) != 2
             or not all(isinstance(k, Real) and not isinstance(k, bool) and k >= 0 for k in K)):
         raise ValueError(f"{fn}: K={K!r} must be a pair of non-negative numbers (K1, K2)")
-    return x, y
+    return x, y, data_range
 
 
 def _ssim_terms(x: Tensor, y: Tensor, win: np.ndarray, data_range: float, K: Sequence
@@ -187,15 +171,21 @@ def _window(win: Any, win_size: Any, win_sigma: Any, dtype: np.dtype, fn: str) -
     return w.astype(dtype)
 
 
-def ssim(x: Any, y: Any, data_range: float = 1.0, win_size: int = 11, win_sigma: float = 1.5,
-         K: tuple[float, float] = (0.01, 0.03), *, win: np.ndarray | None = None) -> Tensor:
+def ssim(x: Any, y: Any, data_range: float | None = None, win_size: int = 11,
+         win_sigma: float = 1.5, K: tuple[float, float] = (0.01, 0.03), *,
+         win: np.ndarray | None = None) -> Tensor:
     """Mean SSIM of ``x`` and ``y`` (N, C, H, W) over channels and batch (a 0-d Tensor).
 
-    Equal to ``pytorch_msssim.ssim(x, y, data_range, win_size=..., win_sigma=..., K=...)``.
-    ``win``: a 1-D window to use instead of the Gaussian (as pytorch-msssim's ``win``).
+    ``x``, ``y``: Tensors or ndarrays of one shape (an ndarray is a constant).
+    ``data_range``: the span of pixel values; None means 1.0 for float inputs and the
+    dtype's span for integer ndarrays (255 for uint8, compared in float64), as
+    scikit-image infers it.  ``win_size``, ``win_sigma``: the Gaussian window (odd size),
+    built in the input's dtype.  ``K``: ``(K1, K2)`` of ``C1 = (K1 R)^2``,
+    ``C2 = (K2 R)^2``.  ``win``: a 1-D window to use instead of the Gaussian (its length
+    replaces ``win_size``).  The result is the input's float dtype.
     """
     fn = "ssim"
-    x, y = _inputs(x, y, data_range, K, fn)
+    x, y, data_range = _inputs(x, y, data_range, K, fn)
     win = _window(win, win_size, win_sigma, x.dtype, fn)
     if min(x.shape[-2:]) < win.size:
         raise ValueError(f"{fn}: images of size {x.shape[-2]}x{x.shape[-1]} are smaller than "
@@ -204,19 +194,19 @@ def ssim(x: Any, y: Any, data_range: float = 1.0, win_size: int = 11, win_sigma:
     return ssim_per_channel.mean()
 
 
-def ms_ssim(x: Any, y: Any, data_range: float = 1.0, win_size: int = 11, win_sigma: float = 1.5,
-            weights: Sequence[float] | None = None, K: tuple[float, float] = (0.01, 0.03), *,
-            win: np.ndarray | None = None) -> Tensor:
+def ms_ssim(x: Any, y: Any, data_range: float | None = None, win_size: int = 11,
+            win_sigma: float = 1.5, weights: Sequence[float] | None = None,
+            K: tuple[float, float] = (0.01, 0.03), *, win: np.ndarray | None = None) -> Tensor:
     """Mean MS-SSIM of ``x`` and ``y`` (N, C, H, W) over channels and batch (a 0-d Tensor).
 
-    Equal to ``pytorch_msssim.ms_ssim(x, y, data_range, ...)``: ``len(weights)`` scales
-    (five by default, :data:`MS_SSIM_WEIGHTS`), 2x average pooling between them with
-    zero padding of ``size % 2`` on both sides of an odd side (zeros counted);
-    ``prod_i relu(cs_i)^w_i`` over the first scales times ``relu(ssim)^w`` of the last.
-    ``win``: a 1-D window to use instead of the Gaussian (as pytorch-msssim's ``win``).
+    ``len(weights)`` scales (five by default, :data:`MS_SSIM_WEIGHTS`), 2x average pooling
+    between them with zero padding of ``size % 2`` on both sides of an odd side (zeros
+    counted); ``prod_i relu(cs_i)^w_i`` over the first scales times ``relu(ssim)^w`` of
+    the last.  The smaller side must exceed ``(win_size - 1) * 2**(len(weights) - 1)``
+    (160 for the defaults).  The other arguments are :func:`ssim`'s.
     """
     fn = "ms_ssim"
-    x, y = _inputs(x, y, data_range, K, fn)
+    x, y, data_range = _inputs(x, y, data_range, K, fn)
     win = _window(win, win_size, win_sigma, x.dtype, fn)
     win_size = win.size
     if weights is None:
@@ -245,13 +235,15 @@ def ms_ssim(x: Any, y: Any, data_range: float = 1.0, win_size: int = 11, win_sig
     return result.mean()
 
 
-def psnr(x: Any, y: Any, data_range: float = 1.0) -> Tensor:
-    """Peak signal-to-noise ratio in dB, ``10 log10(R^2 / mean((x - y)^2))`` (a 0-d Tensor)."""
+def psnr(x: Any, y: Any, data_range: float | None = None) -> Tensor:
+    """Peak signal-to-noise ratio in dB, ``10 log10(R^2 / mean((x - y)^2))`` (a 0-d Tensor).
+
+    ``R = data_range``, inferred when None as in :func:`ssim` (1.0 for floats, 255 for uint8).
+    """
     fn = "psnr"
-    x, y = as_tensor(x), as_tensor(y)
+    data_range = _data_range(x, y, data_range, fn)
+    x, y = _as_float(x), _as_float(y)
     if x.shape != y.shape:
         raise ValueError(f"{fn}: x and y must have the same shape, got {x.shape} and {y.shape}")
-    if isinstance(data_range, bool) or not isinstance(data_range, Real) or not data_range > 0:
-        raise ValueError(f"{fn}: data_range={data_range!r} must be a positive number")
     mse = ((x - y) ** 2).mean()
     return (mse.log() * (-10 / math.log(10))) + 20 * math.log10(data_range)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from . import init
+from . import init, utils
+from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .layers import (
     AvgPool2d,
@@ -16,10 +17,12 @@ from .layers import (
     Tanh,
     Upsample,
 )
-from .module import IncompatibleKeys, Module, Parameter, Sequential
+from .module import Module, Parameter, Sequential
+from .state import IncompatibleKeys
 
 __all__ = [
     "init", "Module", "Parameter", "Sequential", "IncompatibleKeys",
+    "utils", "ModuleList", "ModuleDict",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Linear", "Identity", "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Flatten", "MaxPool2d",
     "AvgPool2d", "Upsample",

@@ -1,19 +1,20 @@
 """PyTorch's default initialisation, on NumPy generators.
 
 Layers draw their initial weights from ``rng`` when given (a ``numpy.random.Generator``
-or an int seed), otherwise from this module's default generator, which
-:func:`manual_seed` resets (the analogue of ``torch.manual_seed``).  The in-place
+or an int seed), otherwise from the library-wide generator of ``convgrad.random``,
+which :func:`manual_seed` (``cg.manual_seed``) reseeds.  The in-place
 functions accept a ``Tensor`` (its ``.data`` is filled) or an ndarray.
 """
 
 from __future__ import annotations
 
 import math
-from numbers import Integral
 from typing import Any
 
 import numpy as np
 
+from ..random import default_generator, manual_seed
+from ..random import generator as _generator
 from ..tensor import Tensor
 
 __all__ = [
@@ -26,31 +27,6 @@ __all__ = [
     "uniform_",
     "zeros_",
 ]
-
-_default_rng = np.random.default_rng()
-
-
-def manual_seed(seed: int) -> None:
-    """Reseed the default generator that layers use when no ``rng`` is given."""
-    global _default_rng
-    if isinstance(seed, bool) or not isinstance(seed, Integral):
-        raise TypeError(f"manual_seed: seed={seed!r} must be an int")
-    _default_rng = np.random.default_rng(int(seed))
-
-
-def default_generator() -> np.random.Generator:
-    """The generator used when a layer or init function gets ``rng=None``."""
-    return _default_rng
-
-
-def _generator(rng: Any, fn: str) -> np.random.Generator:
-    if rng is None:
-        return _default_rng
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, Integral) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
-    raise TypeError(f"{fn}: rng={rng!r} must be a numpy Generator, an int seed or None")
 
 
 def _array(t: Any, fn: str) -> np.ndarray:

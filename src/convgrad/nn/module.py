@@ -1,20 +1,24 @@
-"""``Parameter``, ``Module`` (the container of parameters and sub-modules) and ``Sequential``.
+"""``Parameter``, ``Module`` (the container of parameters, buffers and sub-modules) and
+``Sequential``.
 
 Assigning a :class:`Parameter` or a :class:`Module` to an attribute registers it, in
-assignment order, as in PyTorch; ``named_parameters`` and ``state_dict`` walk the
-registrations depth first, so keys read ``"0.weight"``, ``"encoder.1.bias"`` and so on.
+assignment order, as in PyTorch; ``register_buffer`` registers an ndarray of untrained
+state.  ``named_parameters``, ``named_buffers`` and ``state_dict`` walk the registrations
+depth first, so keys read ``"0.weight"``, ``"encoder.1.bias"``, ``"bn.running_mean"``.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from ..tensor import Tensor
 from ..tensor.tensor import _check_dtype
+from . import state as _state
+from .state import IncompatibleKeys
 
 __all__ = ["IncompatibleKeys", "Module", "Parameter", "Sequential"]
 
@@ -36,13 +40,6 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
-class IncompatibleKeys(NamedTuple):
-    """What :meth:`Module.load_state_dict` did not match (empty lists when all matched)."""
-
-    missing_keys: list[str]
-    unexpected_keys: list[str]
-
-
 def _addindent(text: str, spaces: int) -> str:
     lines = text.split("\n")
     return lines[0] if len(lines) == 1 else "\n".join(
@@ -50,12 +47,20 @@ def _addindent(text: str, spaces: int) -> str:
 
 
 class Module:
-    """Base class of every layer and model: override ``forward``, call the instance."""
+    """Base class of every layer and model: override ``forward``, call the instance.
+
+    A module owns three registries, each in assignment order: parameters
+    (:class:`Parameter`, trained), buffers (ndarrays of state that is not trained, such
+    as running statistics; persistent ones are saved in ``state_dict``) and child
+    modules.  Registered entries read back as attributes.
+    """
 
     training: bool
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "training", True)
 
@@ -66,21 +71,36 @@ class Module:
         return self.forward(*args, **kwargs)
 
     # -- registration
-    def _registry(self) -> tuple[OrderedDict, OrderedDict]:
+    def _registry(self) -> tuple[OrderedDict, OrderedDict, OrderedDict]:
         try:
-            return self.__dict__["_parameters"], self.__dict__["_modules"]
+            d = self.__dict__
+            return d["_parameters"], d["_buffers"], d["_modules"]
         except KeyError:
             raise AttributeError(f"cannot assign to {type(self).__name__} before "
                                  "Module.__init__() is called (call super().__init__() "
                                  "first)") from None
 
+    def _forget(self, name: str, keep: dict) -> None:
+        """Drop ``name`` from the plain attributes and every registry but ``keep`` (where
+        a re-assignment keeps its place)."""
+        self.__dict__.pop(name, None)
+        for registry in self._registry():
+            if registry is not keep:
+                registry.pop(name, None)
+        if keep is not self._buffers:
+            self._non_persistent_buffers_set.discard(name)
+
     def __setattr__(self, name: str, value: Any) -> None:
         if isinstance(value, Parameter):
+            self._forget(name, self._registry()[0])
             self.register_parameter(name, value)
         elif isinstance(value, Module):
+            self._forget(name, self._registry()[2])
             self.add_module(name, value)
+        elif "_parameters" not in self.__dict__:
+            object.__setattr__(self, name, value)
         else:
-            params, modules = self._registry() if "_parameters" in self.__dict__ else ({}, {})
+            params, buffers, modules = self._registry()
             if name in params:
                 if value is not None:
                     raise TypeError(f"cannot assign {type(value).__name__} as parameter "
@@ -91,98 +111,165 @@ class Module:
                     raise TypeError(f"cannot assign {type(value).__name__} as child module "
                                     f"{name!r} (a Module or None expected)")
                 modules[name] = None
+            elif name in buffers:
+                buffers[name] = _buffer_value(value, name)
             else:
                 object.__setattr__(self, name, value)
 
     def __getattr__(self, name: str) -> Any:
         d = self.__dict__
-        if "_parameters" in d and name in d["_parameters"]:
-            return d["_parameters"][name]
-        if "_modules" in d and name in d["_modules"]:
-            return d["_modules"][name]
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if registry in d and name in d[registry]:
+                return d[registry][name]
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __delattr__(self, name: str) -> None:
-        params, modules = self._registry()
+        params, buffers, modules = self._registry()
         if name in params:
             del params[name]
+        elif name in buffers:
+            del buffers[name]
+            self._non_persistent_buffers_set.discard(name)
         elif name in modules:
             del modules[name]
         else:
             object.__delattr__(self, name)
 
-    def _check_name(self, name: Any, what: str) -> None:
+    def _check_name(self, name: Any, what: str, registry: dict) -> None:
         if not isinstance(name, str):
             raise TypeError(f"{what} name must be a str, got {type(name).__name__}")
         if not name or "." in name:
             raise ValueError(f"{what} name {name!r} must be non-empty and contain no '.'")
-        params, modules = self._registry()
-        if name in self.__dict__ and name not in params and name not in modules:
+        params, buffers, modules = self._registry()
+        taken = (name in self.__dict__ or hasattr(type(self), name)
+                 or any(name in r for r in (params, buffers, modules) if r is not registry))
+        if taken and name not in registry:
             raise KeyError(f"attribute {name!r} already exists")
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
         """Register ``param`` (or ``None``, a declared but absent parameter) as ``name``."""
-        self._check_name(name, "parameter")
+        params, _, _ = self._registry()
+        self._check_name(name, "parameter", params)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign {type(param).__name__} as parameter {name!r} "
                             "(a Parameter or None expected)")
-        params, modules = self._registry()
-        modules.pop(name, None)
         params[name] = param
+
+    def register_buffer(self, name: str, tensor: Any, persistent: bool = True) -> None:
+        """Register ``tensor`` (an ndarray, a Tensor's data, or ``None``) as the buffer ``name``.
+
+        A buffer is module state that is not trained (running statistics, a fixed
+        kernel): it is an ndarray, a constant wherever it enters a computation, follows
+        ``.float()``/``.double()`` when floating, and appears in ``state_dict`` unless
+        ``persistent=False``.
+        """
+        _, buffers, _ = self._registry()
+        self._check_name(name, "buffer", buffers)
+        if not isinstance(persistent, bool):
+            raise TypeError(f"register_buffer: persistent={persistent!r} must be a bool")
+        buffers[name] = _buffer_value(tensor, name)
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name: str, module: Module | None) -> None:
         """Register ``module`` (or ``None``) as the child ``name``."""
-        self._check_name(name, "module")
+        _, _, modules = self._registry()
+        self._check_name(name, "module", modules)
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        params, modules = self._registry()
-        params.pop(name, None)
         modules[name] = module
 
     register_module = add_module
 
+    def get_submodule(self, target: str) -> Module:
+        """The descendant at the dotted path ``target`` (``""`` is this module)."""
+        if not isinstance(target, str):
+            raise TypeError(f"get_submodule: target={target!r} must be a str")
+        mod: Module = self
+        for item in target.split(".") if target else []:
+            child = mod._modules.get(item)
+            if child is None:
+                raise AttributeError(f"get_submodule: {type(mod).__name__} has no submodule "
+                                     f"{item!r} (in target {target!r})")
+            mod = child
+        return mod
+
     # -- traversal
     def named_children(self) -> Iterator[tuple[str, Module]]:
+        """``(name, child)`` for each direct child, each module once."""
+        seen: set[int] = set()
         for name, m in self._modules.items():
-            if m is not None:
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
                 yield name, m
 
     def children(self) -> Iterator[Module]:
         for _, m in self.named_children():
             yield m
 
-    def named_modules(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        """This module and every descendant, depth first, each once."""
-        seen: set[int] = set()
-        stack = [(prefix, self)]
-        while stack:
-            name, m = stack.pop()
-            if id(m) in seen:
-                continue
-            seen.add(id(m))
-            yield name, m
-            kids = [(f"{name}.{k}" if name else k, c) for k, c in m.named_children()]
-            stack.extend(reversed(kids))
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """This module and every descendant, depth first (pre-order), each once unless
+        ``remove_duplicate=False``."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if self in memo:
+                return
+            memo.add(self)
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is not None:
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                           remove_duplicate)
 
     def modules(self) -> Iterator[Module]:
         for _, m in self.named_modules():
             yield m
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True
-                         ) -> Iterator[tuple[str, Parameter]]:
-        """``(dotted name, parameter)`` pairs, each parameter once (shared ones too)."""
+    def _named_members(self, registry: str, prefix: str, recurse: bool,
+                       remove_duplicate: bool) -> Iterator[tuple[str, Any]]:
         seen: set[int] = set()
-        owners = self.named_modules(prefix) if recurse else iter([(prefix, self)])
+        owners = (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                  if recurse else iter([(prefix, self)]))
         for mod_name, m in owners:
-            for name, p in m._parameters.items():
-                if p is None or id(p) in seen:
+            for name, v in getattr(m, registry).items():
+                if v is None or (remove_duplicate and id(v) in seen):
                     continue
-                seen.add(id(p))
-                yield (f"{mod_name}.{name}" if mod_name else name), p
+                seen.add(id(v))
+                yield (f"{mod_name}.{name}" if mod_name else name), v
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """``(dotted name, parameter)`` pairs, each parameter once (shared ones too)."""
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
         for _, p in self.named_parameters(recurse=recurse):
             yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, np.ndarray]]:
+        """``(dotted name, buffer)`` pairs, persistent or not, each buffer once."""
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[np.ndarray]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def apply(self, fn: Any) -> Module:
+        """Call ``fn`` on every child (recursively), then on this module; returns ``self``.
+
+        The usual use is initialisation: ``model.apply(init_weights)``.
+        """
+        if not callable(fn):
+            raise TypeError(f"apply: fn={fn!r} must be callable")
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
 
     # -- modes and gradients
     def train(self, mode: bool = True) -> Module:
@@ -199,6 +286,8 @@ class Module:
 
     def requires_grad_(self, requires_grad: bool = True) -> Module:
         """Freeze (``False``) or unfreeze every parameter; returns ``self``."""
+        if not isinstance(requires_grad, bool):
+            raise TypeError(f"requires_grad_: requires_grad={requires_grad!r} must be a bool")
         for p in self.parameters():
             p.requires_grad_(requires_grad)
         return self
@@ -214,12 +303,17 @@ class Module:
                 p.grad = Tensor._wrap(np.zeros_like(p.data))
 
     def to(self, dtype: Any) -> Module:
-        """Cast every parameter to ``dtype`` (float32 or float64) in place; returns ``self``."""
+        """Cast every parameter and floating buffer to ``dtype`` (float32 or float64) in
+        place; returns ``self``.  Integer buffers (counters) keep their dtype."""
         dt = _check_dtype("Module.to", dtype)
         for p in self.parameters():
             if p.data.dtype != dt:
                 p.data = p.data.astype(dt)
                 p.grad = None
+        for m in self.modules():
+            for name, b in m._buffers.items():
+                if b is not None and b.dtype.kind == "f" and b.dtype != dt:
+                    m._buffers[name] = b.astype(dt)
         return self
 
     def float(self) -> Module:
@@ -229,60 +323,25 @@ class Module:
         return self.to(np.float64)
 
     # -- state
-    def state_dict(self) -> OrderedDict[str, np.ndarray]:
-        """Every parameter as a copied ndarray, keyed by its dotted name (PyTorch's keys)."""
-        return OrderedDict((name, np.array(p.data, copy=True))
-                           for name, p in self._all_named_parameters())
+    def state_dict(self, destination: Any = None, prefix: str = "",
+                   keep_vars: bool = False) -> OrderedDict[str, Any]:
+        """Every parameter and persistent buffer keyed by its dotted name (torch's keys
+        and order: a module's parameters, then its buffers, then each child's).
 
-    def _all_named_parameters(self) -> Iterator[tuple[str, Parameter]]:
-        # state_dict lists a shared parameter under every name it has, as torch does
-        for mod_name, m in self._named_modules_all():
-            for name, p in m._parameters.items():
-                if p is not None:
-                    yield (f"{mod_name}.{name}" if mod_name else name), p
-
-    def _named_modules_all(self, prefix: str = "") -> Iterator[tuple[str, Module]]:
-        yield prefix, self
-        for k, c in self.named_children():
-            yield from c._named_modules_all(f"{prefix}.{k}" if prefix else k)
+        Values are copied ndarrays; ``keep_vars=True`` gives the Parameters and buffer
+        arrays themselves.  A module shared under two names appears under both.
+        """
+        return _state.state_dict(self, destination, prefix, keep_vars)
 
     def load_state_dict(self, state_dict: Any, strict: bool = True) -> IncompatibleKeys:
-        """Copy values into the parameters (in place, so optimisers keep working).
+        """Copy values into the parameters and buffers (in place, so optimisers keep
+        working); returns the ``(missing_keys, unexpected_keys)`` named tuple.
 
-        Values may be ndarrays, Tensors or nested lists; each is cast to its parameter's
-        dtype.  A shape mismatch is a ValueError; with ``strict`` (the default) so are
-        missing and unexpected keys.
+        Values may be ndarrays, Tensors or nested lists; each is cast to its target's
+        dtype.  A shape mismatch is a ValueError naming the key; with ``strict`` (the
+        default) so are missing and unexpected keys.  A failed load changes nothing.
         """
-        if not hasattr(state_dict, "keys") or not hasattr(state_dict, "__getitem__"):
-            raise TypeError(f"load_state_dict: state_dict must be a mapping of names to "
-                            f"arrays, got {type(state_dict).__name__}")
-        own = list(self._all_named_parameters())
-        own_names = {name for name, _ in own}
-        missing = [name for name, _ in own if name not in state_dict]
-        unexpected = [k for k in state_dict.keys() if k not in own_names]
-        if strict and (missing or unexpected):
-            parts = []
-            if missing:
-                parts.append(f"missing key(s): {', '.join(map(repr, missing))}")
-            if unexpected:
-                parts.append(f"unexpected key(s): {', '.join(map(repr, unexpected))}")
-            raise ValueError(f"load_state_dict for {type(self).__name__}: {'; '.join(parts)}")
-        updates = []
-        for name, p in own:
-            if name not in state_dict:
-                continue
-            value = state_dict[name]
-            arr = np.asarray(value.data if isinstance(value, Tensor) else value)
-            if arr.dtype.kind not in "biuf":
-                raise TypeError(f"load_state_dict: {name!r} has dtype {arr.dtype}; "
-                                "expected numbers")
-            if arr.shape != p.shape:
-                raise ValueError(f"load_state_dict: size mismatch for {name!r}: the checkpoint "
-                                 f"has shape {arr.shape}, the parameter has shape {p.shape}")
-            updates.append((p, arr))
-        for p, arr in updates:  # all checked first: a failed load changes nothing
-            p.data[...] = arr
-        return IncompatibleKeys(missing, unexpected)
+        return _state.load_state_dict(self, state_dict, strict)
 
     # -- printing
     def extra_repr(self) -> str:
@@ -301,6 +360,23 @@ class Module:
             else:
                 body = "\n  " + "\n  ".join(lines) + "\n"
         return f"{type(self).__name__}({body})"
+
+
+def _buffer_value(value: Any, name: str) -> np.ndarray | None:
+    """A buffer as stored: an ndarray (a Tensor contributes its data), or None."""
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        value = value.data
+    elif isinstance(value, np.generic):
+        value = np.asarray(value)
+    if not isinstance(value, np.ndarray):
+        raise TypeError(f"cannot assign {type(value).__name__} as buffer {name!r} "
+                        "(an ndarray, a Tensor or None expected)")
+    if value.dtype.kind not in "biuf":
+        raise TypeError(f"buffer {name!r} has dtype {value.dtype}; expected bool, integers "
+                        "or floats")
+    return value
 
 
 class Sequential(Module):

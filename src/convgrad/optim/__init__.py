@@ -1,9 +1,11 @@
-"""Optimisers with PyTorch's update rules."""
+"""Optimisers with PyTorch's update rules, and ``lr_scheduler`` (learning-rate schedules)."""
 
 from __future__ import annotations
 
-from .adam import Adam
+from . import lr_scheduler
+from .adam import Adam, AdamW
 from .optimizer import Optimizer
+from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Adam", "Optimizer", "SGD"]
+__all__ = ["Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]

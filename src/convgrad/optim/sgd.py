@@ -1,4 +1,5 @@
-"""SGD with momentum and weight decay, in torch's order of operations."""
+"""SGD with momentum, dampening, Nesterov momentum and weight decay, in torch's order of
+operations."""
 
 from __future__ import annotations
 
@@ -6,29 +7,41 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _fma, _number
+from .optimizer import Optimizer, _flag, _fma, _number
 
 __all__ = ["SGD"]
 
 
 class SGD(Optimizer):
-    """Stochastic gradient descent with momentum and L2 weight decay (torch's SGD).
+    """Stochastic gradient descent (torch's SGD, the same arguments and defaults).
 
     ``g = grad + weight_decay * p``; with momentum ``buf = g`` at the first step and
-    ``buf = momentum * buf + g`` after, ``g = buf``; then ``p = p - lr * g``.
+    ``buf = momentum * buf + (1 - dampening) * g`` after, then ``g = g + momentum * buf``
+    (``nesterov``) or ``g = buf``; finally ``p = p - lr * g``.  ``maximize`` ascends.
+    State per parameter: ``momentum_buffer``.
     """
 
-    def __init__(self, params: Any, lr: float, momentum: float = 0.0,
-                 weight_decay: float = 0.0) -> None:
-        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
+    def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0.0,
+                 dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
+                 *, maximize: bool = False) -> None:
+        super().__init__(params, {"lr": lr, "momentum": momentum, "dampening": dampening,
+                                  "weight_decay": weight_decay, "nesterov": nesterov,
+                                  "maximize": maximize})
 
     def _check_hyper(self, group: dict[str, Any]) -> None:
         for name in ("lr", "momentum", "weight_decay"):
             _number("SGD", name, group[name])
+        _number("SGD", "dampening", group["dampening"], low=-float("inf"))
+        _flag("SGD", "nesterov", group["nesterov"])
+        _flag("SGD", "maximize", group["maximize"])
+        if group["nesterov"] and (group["momentum"] <= 0 or group["dampening"] != 0):
+            raise ValueError(f"SGD: nesterov=True needs momentum > 0 and dampening=0, got "
+                             f"momentum={group['momentum']!r}, "
+                             f"dampening={group['dampening']!r}")
 
     def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
         dt = p.dtype.type
-        wd, momentum = group["weight_decay"], group["momentum"]
+        wd, momentum, dampening = group["weight_decay"], group["momentum"], group["dampening"]
         if wd != 0:
             grad = _fma(p, dt(wd), grad)  # grad.add(p, alpha=wd)
         if momentum != 0:
@@ -37,6 +50,12 @@ class SGD(Optimizer):
                 buf = state["momentum_buffer"] = np.array(grad, copy=True)
             else:
                 buf *= dt(momentum)
-                buf += grad
-            grad = buf
+                if dampening == 0:
+                    buf += grad
+                else:  # buf.add_(grad, alpha=1 - dampening)
+                    buf[...] = _fma(grad, dt(1 - dampening), buf)
+            if group["nesterov"]:
+                grad = _fma(buf, dt(momentum), grad)  # grad.add(buf, alpha=momentum)
+            else:
+                grad = buf
         p[...] = _fma(grad, dt(-group["lr"]), p)  # p.add_(grad, alpha=-lr)

@@ -1,4 +1,4 @@
-"""Saving and loading state: ``save`` and ``load``."""
+"""Saving and loading state: ``save`` and ``load`` (``.npz`` checkpoints, ``.safetensors``)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,23 @@
-"""``save(state_dict, path)`` and ``load(path)``: a flat name -> array mapping in NumPy ``.npz``.
+"""``save(obj, path)`` and ``load(path)``: checkpoints in NumPy ``.npz``, weights in
+``.safetensors``.
 
-The file is written exactly at ``path`` (no suffix is added) and read back with
-``allow_pickle=False``, so loading a file runs no code.  A file that is not a valid
-archive of numeric arrays raises a ValueError naming the path.
+An ``.npz`` checkpoint holds either a flat mapping of names to arrays (a state dict,
+stored as a plain archive that ``np.load`` reads too) or any nested state: dicts,
+lists and tuples of arrays, Tensors, numbers, strings, bools and ``None`` (model and
+optimiser state, the scheduler, the epoch).  Nested state is stored as its arrays
+(``arr_0.npy``, ...) plus one JSON member, ``structure.json``, describing how they fit
+together (``structure.py``).  A path ending in ``.safetensors`` reads and writes that
+format instead (``safetensors_format.py``).
+
+The file is written exactly at ``path`` (no suffix is added).  Loading never unpickles
+and never runs code: every member is checked (a numeric ``.npy`` array whose header
+agrees with its size, or the structure) before anything is allocated, and a file that
+fails a check raises a ValueError naming the path.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import zipfile
 from collections import OrderedDict
@@ -16,8 +27,13 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
+from .safetensors_format import load_safetensors, save_safetensors
+from .structure import Malformed as _Malformed
+from .structure import flatten, unflatten
 
 __all__ = ["load", "save"]
+
+STRUCTURE = "structure.json"
 
 
 def _path(path: Any, fn: str) -> str:
@@ -26,37 +42,66 @@ def _path(path: Any, fn: str) -> str:
     return os.fspath(path)
 
 
-def save(state_dict: Mapping[str, Any], path: str | os.PathLike) -> None:
-    """Write ``state_dict`` (names -> ndarrays or Tensors) to ``path`` as an ``.npz`` archive."""
+def _is_safetensors(path: str) -> bool:
+    return path.lower().endswith(".safetensors")
+
+
+def _flat_arrays(obj: Any) -> bool:
+    """A mapping of non-empty str keys to arrays and Tensors: stored as a plain archive."""
+    return isinstance(obj, Mapping) and all(
+        isinstance(k, str) and k and isinstance(v, np.ndarray | Tensor) for k, v in obj.items())
+
+
+def save(obj: Any, path: str | os.PathLike) -> None:
+    """Write ``obj`` to ``path``: nested checkpoint state (or a state dict) as ``.npz``, or a
+    flat mapping of names to arrays as ``.safetensors`` when the path ends so."""
     fn = "save"
     path = _path(path, fn)
-    if not isinstance(state_dict, Mapping):
-        raise TypeError(f"{fn}: state_dict must be a mapping of names to arrays, got "
-                        f"{type(state_dict).__name__}")
-    arrays: dict[str, np.ndarray] = {}
-    for key, value in state_dict.items():
-        if not isinstance(key, str) or not key:
-            raise TypeError(f"{fn}: key {key!r} must be a non-empty str")
-        arr = np.asarray(value.data if isinstance(value, Tensor) else value)
-        if arr.dtype.kind not in "biuf":
-            raise TypeError(f"{fn}: {key!r} has dtype {arr.dtype}; expected a numeric array")
-        arrays[key] = arr
-    with open(path, "wb") as f:  # a file object: np.savez adds no ".npz" suffix
-        np.savez(f, **arrays)
+    if _is_safetensors(path):
+        save_safetensors(obj, path, fn)
+        return
+    if _flat_arrays(obj):
+        arrays = [(key, np.asarray(v.data if isinstance(v, Tensor) else v))
+                  for key, v in obj.items()]
+        for key, arr in arrays:
+            if arr.dtype.kind not in "biuf" or arr.dtype.fields is not None:
+                raise TypeError(f"{fn}: {key!r} has dtype {arr.dtype}; expected a numeric array")
+        _write_archive(path, arrays, None)
+        return
+    tree, arrays = flatten(obj, fn)
+    text = json.dumps(tree, allow_nan=False, separators=(",", ":")).encode()
+    _write_archive(path, [(f"arr_{i}", a) for i, a in enumerate(arrays)], text)
 
 
-def load(path: str | os.PathLike) -> OrderedDict[str, np.ndarray]:
-    """Read a file written by :func:`save`: names -> ndarrays, in the saved order.
+def _write_archive(path: str, arrays: list[tuple[str, np.ndarray]],
+                   structure: bytes | None) -> None:
+    """Arrays as ``<name>.npy`` members (uncompressed, as ``np.savez``), structure first."""
+    with open(path, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED,
+                                                 allowZip64=True) as archive:
+        if structure is not None:
+            archive.writestr(STRUCTURE, structure)
+        for name, arr in arrays:
+            with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(arr), allow_pickle=False)
 
-    The archive is parsed here rather than by ``np.load``, so that every member is checked
-    before anything is allocated: it must be a ``.npy`` array of numbers (bool, int,
-    float) whose header agrees with the member's size.  Anything else is a ValueError
-    naming the path; nothing is ever unpickled.
+
+def load(path: str | os.PathLike) -> Any:
+    """Read a file written by :func:`save` (or by ``np.savez`` / safetensors).
+
+    A plain archive gives names -> ndarrays in the saved order; a nested checkpoint
+    gives back the saved object (Tensors as Tensors, arrays as ndarrays, tuples as
+    tuples, int dict keys as ints).  The archive is parsed here rather than by
+    ``np.load``, so that every member is checked before anything is allocated: it must
+    be a ``.npy`` array of numbers (bool, int, float) whose header agrees with the
+    member's size, or the structure.  Anything else is a ValueError naming the path;
+    nothing is ever unpickled.
     """
     fn = "load"
     path = _path(path, fn)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{fn}: no such file: {path!r}")
+    if _is_safetensors(path):
+        return load_safetensors(path, fn)
     with open(path, "rb") as f:
         magic = f.read(4)
     if magic not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip archive (or an empty one)
@@ -71,31 +116,55 @@ def load(path: str | os.PathLike) -> OrderedDict[str, np.ndarray]:
                          f"corrupt?): {type(e).__name__}: {e}") from None
 
 
-class _Malformed(Exception):
-    """A structural problem found while checking the archive."""
-
-
 # deflate expands at most 1032:1; a member claiming more than that is impossible
 _MAX_EXPANSION = 1032
 
 
-def _read_archive(path: str) -> OrderedDict[str, np.ndarray]:
+def _read_archive(path: str) -> Any:
     out: OrderedDict[str, np.ndarray] = OrderedDict()
+    structure = None
     budget = max(os.path.getsize(path), 1) * _MAX_EXPANSION
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
             name = info.filename
+            if info.file_size > budget:
+                raise _Malformed(f"member {name!r} claims {info.file_size} bytes, more than "
+                                 "the file could hold")
+            if name == STRUCTURE:
+                if structure is not None:
+                    raise _Malformed(f"{STRUCTURE} appears twice")
+                structure = _read_structure(archive, info)
+                continue
             if not name.endswith(".npy"):
                 raise _Malformed(f"member {name!r} is not a .npy array")
             key = name[: -len(".npy")]
             if key in out:
                 raise _Malformed(f"entry {key!r} appears twice")
-            if info.file_size > budget:
-                raise _Malformed(f"member {name!r} claims {info.file_size} bytes, more than "
-                                 "the file could hold")
             with archive.open(info) as member:
                 out[key] = _read_npy(member, info.file_size, key)
-    return out
+    if structure is None:
+        return out
+    arrays = {}
+    for key, arr in out.items():
+        if not (key.startswith("arr_") and key[4:].isdigit() and str(int(key[4:])) == key[4:]):
+            raise _Malformed(f"entry {key!r} is not an array of the checkpoint structure")
+        arrays[int(key[4:])] = arr
+    return unflatten(structure, arrays)
+
+
+def _read_structure(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    with archive.open(info) as member:
+        raw = member.read(info.file_size + 1)
+    if len(raw) != info.file_size:
+        raise _Malformed(f"{STRUCTURE} is truncated")
+    try:
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise _Malformed(f"{STRUCTURE} is not valid JSON: {e}") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise _Malformed(f"{STRUCTURE} holds the non-standard constant {name}")
 
 
 def _read_npy(member: Any, size: int, key: str) -> np.ndarray:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import autograd as _autograd
+from .. import random as _random
 from ..autograd import register_tensor_type
 from . import elementwise as _ew
 from . import reduce as _red
@@ -536,11 +537,10 @@ def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
 
 
 def randn(*shape: Any, rng: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples; ``rng`` is a numpy Generator, an int seed or None."""
+    """Standard normal samples from ``rng`` (a numpy Generator or an int seed); with
+    ``rng=None`` from the library-wide generator that ``cg.manual_seed`` seeds."""
     dt = np.float32 if dtype is None else _check_dtype("randn", dtype)
-    if not (rng is None or isinstance(rng, int | np.random.Generator)):
-        raise TypeError(f"randn: rng={rng!r} must be a numpy Generator, an int seed or None")
-    data = np.random.default_rng(rng).standard_normal(_shape_arg(shape), dtype=dt)
+    data = _random.generator(rng, "randn").standard_normal(_shape_arg(shape), dtype=dt)
     return Tensor._wrap(data).requires_grad_(requires_grad)
 
 

@@ -1,4 +1,5 @@
-"""``convgrad bench``: the benchmark workloads for convgrad and the installed peers.
+"""``convgrad bench``: the benchmark workloads (W1-W8, MS, S1, N1 and N2) for convgrad and
+the installed peers.
 
 Modules: :mod:`.workloads` (the table, as data), :mod:`.peers` (one adapter per
 implementation), :mod:`.networks` (the training steps N1 and N2 in convgrad and torch,

@@ -181,13 +181,15 @@ def format_report(rows: Sequence[dict], workload: str, pass_: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from ..main import DefaultsHelpFormatter
+
     ap = argparse.ArgumentParser(prog="python -m convgrad.cli.bench.memory",
                                  description="Peak memory of one benchmark pass, each "
-                                 "implementation in a fresh subprocess.")
-    ap.add_argument("--workload", default="W1", help="workload id (default W1)")
+                                 "implementation in a fresh subprocess.",
+                                 formatter_class=DefaultsHelpFormatter)
+    ap.add_argument("--workload", default="W1", help="workload id")
     ap.add_argument("--pass", dest="pass_", default="fwd+bwd",
-                    help="fwd, fwd+bwd, fwd+bwd_input or fwd+bwd_weight; step for N1, N2 "
-                    "(default fwd+bwd)")
+                    help="fwd, fwd+bwd, fwd+bwd_input or fwd+bwd_weight; step for N1, N2")
     ap.add_argument("--impl", default="convgrad,torch",
                     help="implementations, comma separated (convgrad, torch, torch_cl, jax, "
                     "mlx)")

@@ -1,0 +1,66 @@
+"""The library's one source of randomness, and :func:`manual_seed` that makes it repeatable.
+
+Every draw that is not given its own generator (``cg.randn`` with ``rng=None``, the
+initial weights of a layer, dropout masks, the order in which a ``DataLoader``
+shuffles) comes from :func:`default_generator`, a ``numpy.random.Generator``.
+:func:`manual_seed` reseeds that generator in place, so code that holds a reference
+to it sees the new stream too (the analogue of ``torch.manual_seed``).  This module
+depends on NumPy only, so every layer of the package can import it.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+
+__all__ = ["default_generator", "generator", "initial_seed", "manual_seed", "seed"]
+
+_default = np.random.default_rng()
+_initial_seed: int | None = None
+
+
+def manual_seed(seed: int) -> np.random.Generator:
+    """Reseed the library-wide generator with ``seed``; returns the generator.
+
+    Two programs that call ``manual_seed`` with the same seed and then make the same
+    calls draw the same numbers.
+    """
+    global _initial_seed
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise TypeError(f"manual_seed: seed={seed!r} must be an int")
+    seed = int(seed)
+    if seed < 0:
+        raise ValueError(f"manual_seed: seed={seed} must be >= 0")
+    _default.bit_generator.state = type(_default.bit_generator)(seed).state
+    _initial_seed = seed
+    return _default
+
+
+def seed() -> int:
+    """Reseed the library-wide generator from fresh OS entropy; returns the seed used."""
+    fresh = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+    manual_seed(fresh)
+    return fresh
+
+
+def initial_seed() -> int | None:
+    """The seed last given to :func:`manual_seed` (``None`` while the entropy seed is used)."""
+    return _initial_seed
+
+
+def default_generator() -> np.random.Generator:
+    """The generator behind every draw that is given no generator of its own."""
+    return _default
+
+
+def generator(rng: Any, fn: str) -> np.random.Generator:
+    """``rng`` as a Generator: ``None`` is the library's, an int seeds a new one."""
+    if rng is None:
+        return _default
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, Integral) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"{fn}: rng={rng!r} must be a numpy Generator, an int seed or None")

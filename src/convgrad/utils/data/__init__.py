@@ -1,0 +1,21 @@
+"""``convgrad.utils.data``: datasets, samplers and the ``DataLoader`` that batches them.
+
+Map-style datasets (``__getitem__`` and ``__len__``) are read through a sampler (in
+order, or shuffled by a seeded generator) in batches that ``collate_fn`` joins;
+iterable datasets are read in order.  Shuffling draws from the generator given to the
+loader, else from the library-wide generator that ``cg.manual_seed`` seeds, so a run
+is repeatable.  Batches are loaded in the calling thread.
+"""
+
+from __future__ import annotations
+
+from .collate import default_collate, default_convert
+from .dataloader import DataLoader
+from .dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
+
+__all__ = [
+    "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
+    "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler",
+    "TensorDataset", "default_collate", "default_convert", "random_split",
+]
