@@ -152,6 +152,8 @@ class ConvSpec:
         """
         n, _, *P = y_shape
         c_out, c_per_group, *K = w_shape
+        if any(k < 1 for k in K):
+            raise ValueError(f"{fn}: kernel size {tuple(K)} must be >= 1 in every dim")
         spatial = []
         for d in range(self.ndim):
             lo, hi = self.padding[d]

@@ -124,7 +124,8 @@ def measure(impl_name: str, workload_id: str, pass_: str, quick: bool) -> dict:
 def _child_env() -> dict:
     env = dict(os.environ, **MALLOC_ENV)
     # the package's parent folder first, so a source checkout works without installing
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.abspath(__file__)  # <root>/convgrad/cli/bench/memory.py
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(here))))
     env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
     return env
 
