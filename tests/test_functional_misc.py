@@ -187,12 +187,12 @@ def test_pad_errors():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_mse_l1(reduction, dtype):
     a, b = rand(3, 4), rand(3, 4)
-    compare(lambda x, y: F.mse_loss(x, y, reduction), lambda x, y: TF.mse_loss(x, y,
+    compare(lambda x, y: F.mse_loss(x, y, reduction=reduction), lambda x, y: TF.mse_loss(x, y,
             reduction=reduction), a, b, dtype=dtype)
     compare(lambda x, y: F.l1_loss(x, y, reduction=reduction),
             lambda x, y: TF.l1_loss(x, y, reduction=reduction), a, b, dtype=dtype)
     target = rand(3, 4).astype(dtype)  # a constant ndarray target
-    compare(lambda x: F.mse_loss(x, target, reduction),
+    compare(lambda x: F.mse_loss(x, target, reduction=reduction),
             lambda x: TF.mse_loss(x, torch.tensor(target), reduction=reduction),
             a, dtype=dtype)
 
@@ -210,7 +210,7 @@ def test_loss_argument_errors():
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_cross_entropy_class_indices(reduction, dtype):
     target = np.array([3, 0, 4, 4, 1])
-    compare(lambda x: F.cross_entropy(x, target, reduction),
+    compare(lambda x: F.cross_entropy(x, target, reduction=reduction),
             lambda x: TF.cross_entropy(x, torch.tensor(target), reduction=reduction),
             rand(5, 6), dtype=dtype)
 
@@ -225,7 +225,7 @@ def test_cross_entropy_forms():
             lambda x: TF.cross_entropy(x, torch.tensor(1)), rand(4))  # unbatched
     ti = np.array([1, -100, 2, -100])
     for red in ("mean", "sum", "none"):
-        compare(lambda x, r=red: F.cross_entropy(x, ti, r),
+        compare(lambda x, r=red: F.cross_entropy(x, ti, reduction=r),
                 lambda x, r=red: TF.cross_entropy(x, torch.tensor(ti), reduction=r), rand(4, 3))
     probs = np.abs(rand(3, 4))
     probs /= probs.sum(1, keepdims=True)

@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 from .activation import leaky_relu, log_softmax, relu, sigmoid, softmax, tanh
+from .adaptive_pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+)
+from .binary_loss import binary_cross_entropy, binary_cross_entropy_with_logits
 from .conv import (
     conv1d,
     conv2d,
@@ -12,13 +21,27 @@ from .conv import (
     conv_transpose2d,
     conv_transpose3d,
 )
-from .loss import cross_entropy, l1_loss, mse_loss
+from .dropout import dropout, dropout1d, dropout2d, dropout3d
+from .interpolate import interpolate
+from .loss import cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm
+from .one_hot import one_hot
 from .padding import pad
-from .pooling import avg_pool2d, max_pool2d
+from .pixel_shuffle import pixel_shuffle, pixel_unshuffle
+from .pooling import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
+from .smooth_activation import elu, gelu, logsigmoid, silu, softplus
 
 __all__ = [
     "conv_general", "conv1d", "conv2d", "conv3d",
     "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "relu", "leaky_relu", "sigmoid", "tanh", "softmax", "log_softmax",
-    "pad", "avg_pool2d", "max_pool2d", "mse_loss", "l1_loss", "cross_entropy",
+    "gelu", "silu", "elu", "softplus", "logsigmoid",
+    "pad", "interpolate", "pixel_shuffle", "pixel_unshuffle",
+    "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+    "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+    "batch_norm", "instance_norm", "group_norm", "layer_norm",
+    "dropout", "dropout1d", "dropout2d", "dropout3d",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "one_hot",
 ]

@@ -1,22 +1,42 @@
-"""Loss functions (``F.mse_loss``, ``F.l1_loss``, ``F.cross_entropy``), composed of
-differentiable ops, so their gradients (of any order) need no rules of their own."""
+"""Loss functions with ``torch.nn.functional``'s signatures and reductions.
+
+Regression losses (``mse_loss``, ``l1_loss``, ``smooth_l1_loss``, ``huber_loss``) and the
+class-index losses (``nll_loss``, ``cross_entropy``) are composed of differentiable ops,
+so their gradients (of any order) need no rules of their own.  ``reduction`` is
+``"mean"``, ``"sum"`` or ``"none"``; the deprecated ``size_average``/``reduce`` pair is
+translated to it as torch does.  The binary losses live in :mod:`.binary_loss`.
+"""
 
 from __future__ import annotations
 
 import warnings
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor, as_tensor
+from ..tensor import Tensor, as_tensor, where
 from .activation import log_softmax
 
-__all__ = ["cross_entropy", "l1_loss", "mse_loss"]
+__all__ = ["cross_entropy", "huber_loss", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
 
-_REDUCTIONS = ("none", "mean", "sum")
+REDUCTIONS = ("none", "mean", "sum")
 
 
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
+def reduction_arg(fn: str, size_average: Any, reduce: Any, reduction: Any) -> str:
+    """The reduction, from ``reduction`` or from the legacy ``size_average``/``reduce``."""
+    if size_average is not None or reduce is not None:
+        mean = True if size_average is None else bool(size_average)
+        keep = True if reduce is None else bool(reduce)
+        reduction = ("mean" if mean else "sum") if keep else "none"
+        warnings.warn(f"{fn}: size_average and reduce are deprecated; use "
+                      f"reduction={reduction!r} instead", DeprecationWarning, stacklevel=3)
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"{fn}: reduction={reduction!r} must be one of {REDUCTIONS}")
+    return reduction
+
+
+def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":
         return loss.mean()
     if reduction == "sum":
@@ -24,77 +44,224 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
-def _pair(who: str, input: Any, target: Any, reduction: str) -> tuple[Tensor, Tensor]:
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{who}: reduction={reduction!r} must be one of {_REDUCTIONS}")
+def loss_pair(fn: str, input: Any, target: Any) -> tuple[Tensor, Tensor]:
+    """Input and target as Tensors; a shape mismatch that broadcasts warns, as torch."""
     input, target = as_tensor(input), as_tensor(target)
     if input.shape != target.shape:
         try:
             np.broadcast_shapes(input.shape, target.shape)
         except ValueError:
-            raise ValueError(f"{who}: input shape {input.shape} and target shape "
+            raise ValueError(f"{fn}: input shape {input.shape} and target shape "
                              f"{target.shape} do not broadcast") from None
-        warnings.warn(f"{who}: input shape {input.shape} differs from target shape "
+        warnings.warn(f"{fn}: input shape {input.shape} differs from target shape "
                       f"{target.shape}; they are broadcast, which is likely a mistake",
                       stacklevel=3)
     return input, target
 
 
-def mse_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
-    """(input - target)^2, averaged (``"mean"``), summed or elementwise (``"none"``)."""
-    input, target = _pair("mse_loss", input, target, reduction)
+def _elementwise_weight(fn: str, weight: Any, shape: tuple) -> Any:
+    if weight is None:
+        return None
+    w = as_tensor(weight)
+    if w.shape != shape:
+        raise ValueError(f"{fn}: weight of shape {w.shape} must have the input's shape {shape}")
+    return w
+
+
+def _weighted(loss: Tensor, weight: Any, reduction: str, mean_by_weight: bool) -> Tensor:
+    if weight is None:
+        return reduce_loss(loss, reduction)
+    loss = loss * weight
+    if reduction == "mean" and mean_by_weight:
+        return loss.sum() / weight.sum()
+    return reduce_loss(loss, reduction)
+
+
+# ----------------------------------------------------------------------------- regression
+def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+             reduction: str = "mean", weight: Any = None) -> Tensor:
+    """``(input - target)^2``, reduced; with ``weight`` (the input's shape) the mean is
+    ``sum(weight * loss) / sum(weight)``."""
+    fn = "mse_loss"
+    reduction = reduction_arg(fn, size_average, reduce, reduction)
+    input, target = loss_pair(fn, input, target)
     diff = input - target
-    return _reduce(diff * diff, reduction)
+    return _weighted(diff * diff, _elementwise_weight(fn, weight, input.shape), reduction, True)
 
 
-def l1_loss(input: Any, target: Any, reduction: str = "mean") -> Tensor:
-    """|input - target|, averaged (``"mean"``), summed or elementwise (``"none"``)."""
-    input, target = _pair("l1_loss", input, target, reduction)
-    return _reduce((input - target).abs(), reduction)
+def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+            reduction: str = "mean", weight: Any = None) -> Tensor:
+    """``|input - target|``, reduced (``weight`` as in :func:`mse_loss`)."""
+    fn = "l1_loss"
+    reduction = reduction_arg(fn, size_average, reduce, reduction)
+    input, target = loss_pair(fn, input, target)
+    loss = (input - target).abs()
+    return _weighted(loss, _elementwise_weight(fn, weight, input.shape), reduction, True)
 
 
-def _class_indices(target: Any, classes: int, shape: tuple) -> np.ndarray:
+def _nonnegative(fn: str, name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not value >= 0:
+        raise ValueError(f"{fn}: {name}={value!r} must be a number >= 0")
+    return float(value)
+
+
+def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """``0.5 d^2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input -
+    target``); ``beta=0`` is the L1 loss."""
+    fn = "smooth_l1_loss"
+    reduction = reduction_arg(fn, size_average, reduce, reduction)
+    beta = _nonnegative(fn, "beta", beta)
+    input, target = loss_pair(fn, input, target)
+    d = input - target
+    ad = d.abs()
+    if beta == 0.0:
+        return reduce_loss(ad, reduction)
+    return reduce_loss(where(ad.data < beta, d * d * (0.5 / beta), ad - 0.5 * beta), reduction)
+
+
+def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 1.0,
+               weight: Any = None) -> Tensor:
+    """``0.5 d^2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``; with ``weight``
+    the mean is over all elements (as torch)."""
+    fn = "huber_loss"
+    reduction = reduction_arg(fn, None, None, reduction)
+    delta = _nonnegative(fn, "delta", delta)
+    if delta == 0:
+        raise ValueError(f"{fn}: delta={delta!r} must be > 0")
+    input, target = loss_pair(fn, input, target)
+    d = input - target
+    ad = d.abs()
+    loss = where(ad.data < delta, d * d * 0.5, (ad - 0.5 * delta) * delta)
+    return _weighted(loss, _elementwise_weight(fn, weight, input.shape), reduction, False)
+
+
+# ----------------------------------------------------------------------------- classes
+def class_indices(fn: str, target: Any, shape: tuple) -> np.ndarray:
+    """Integer class targets as an intp ndarray of ``shape`` (float arrays holding whole
+    numbers are accepted, for targets built before integer Tensors)."""
     t = target.data if isinstance(target, Tensor) else np.asarray(target)
     if t.dtype.kind == "f" and np.array_equal(t, np.round(t)):
         t = t.astype(np.intp)
     if t.dtype.kind not in "iu":
-        raise TypeError(f"cross_entropy: target of dtype {t.dtype} must hold integer class "
-                        "indices (or class probabilities shaped like the input)")
+        raise TypeError(f"{fn}: target of dtype {t.dtype} must hold integer class indices "
+                        "(or class probabilities shaped like the input)")
     if t.shape != shape:
-        raise ValueError(f"cross_entropy: target shape {t.shape} must be {shape} "
-                         "(the input's shape without the class dim)")
+        raise ValueError(f"{fn}: target shape {t.shape} must be {shape} (the input's shape "
+                         "without the class dim)")
     return t.astype(np.intp, copy=False)
 
 
-def cross_entropy(input: Any, target: Any, reduction: str = "mean", *,
-                  ignore_index: int = -100) -> Tensor:
-    """-log_softmax(input)[target] over the class dim (dim 1; dim 0 for unbatched input).
-
-    ``input``: logits ``(N, C, *spatial)`` or ``(C,)``.  ``target``: integer class indices
-    ``(N, *spatial)`` (or ``()``), where ``ignore_index`` entries are left out of the loss
-    and of the mean; or class probabilities with the input's shape.
-    """
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"cross_entropy: reduction={reduction!r} must be one of {_REDUCTIONS}")
-    input = as_tensor(input)
+def _class_dim(fn: str, input: Tensor) -> int:
     if input.ndim == 0:
-        raise ValueError("cross_entropy: input must have a class dim, got a 0-d tensor")
-    dim = 1 if input.ndim > 1 else 0
-    logp = log_softmax(input, dim)
-    if isinstance(target, Tensor | np.ndarray) and target.shape == input.shape and (
-            np.asarray(target.data if isinstance(target, Tensor) else target).dtype.kind == "f"):
-        return _reduce(-(logp * target).sum(dim), reduction)  # probabilities
+        raise ValueError(f"{fn}: input must have a class dim, got a 0-d tensor")
+    return 1 if input.ndim > 1 else 0
 
-    classes = input.shape[dim]
-    t = _class_indices(target, classes, input.shape[:dim] + input.shape[dim + 1:])
+
+def _class_weight(fn: str, weight: Any, classes: int) -> np.ndarray | None:
+    if weight is None:
+        return None
+    w = weight.data if isinstance(weight, Tensor) else np.asarray(weight)
+    if w.shape != (classes,) or w.dtype.kind not in "biuf":
+        raise ValueError(f"{fn}: weight of shape {w.shape} must hold one number per class, "
+                         f"shape ({classes},)")
+    return w
+
+
+def _ignore_index(fn: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{fn}: ignore_index={value!r} must be an int")
+    return int(value)
+
+
+def _nll(fn: str, logp: Tensor, target: Any, weight: Any, ignore_index: int, reduction: str
+         ) -> tuple[Tensor, np.ndarray, np.ndarray]:
+    """Per-position ``-w[t] logp[t]``, reduced; also the kept mask and the per-position
+    class weights (zero where ignored)."""
+    dim = _class_dim(fn, logp)
+    classes = logp.shape[dim]
+    t = class_indices(fn, target, logp.shape[:dim] + logp.shape[dim + 1:])
+    w = _class_weight(fn, weight, classes)
     keep = t != ignore_index
-    if ((t < 0) | (t >= classes))[keep].any():
-        raise ValueError(f"cross_entropy: target values must lie in [0, {classes}) "
-                         f"(or equal ignore_index={ignore_index}), got {np.unique(t[keep])}")
+    bad = ((t < 0) | (t >= classes)) & keep
+    if bad.any():
+        raise ValueError(f"{fn}: target values must lie in [0, {classes}) (or equal "
+                         f"ignore_index={ignore_index}), got {np.unique(t[bad])}")
     t = np.where(keep, t, 0)
     grid = np.indices(t.shape, sparse=True)
-    picked = logp[(*grid[:1], t, *grid[1:])]  # log p(target class) at every position
-    loss = -picked if keep.all() else -picked * keep.astype(logp.dtype)
+    picked = logp[(*grid[:1], t, *grid[1:])]  # logp of the target class at every position
+    weights = keep.astype(logp.dtype) if w is None else np.where(keep, w[t], 0).astype(
+        logp.dtype)
+    loss = -picked if w is None and keep.all() else -picked * weights
     if reduction == "mean":
-        return loss.sum() / int(keep.sum())
-    return _reduce(loss, reduction)
+        with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: nan, as torch
+            return loss.sum() / weights.sum(), keep, weights
+    return reduce_loss(loss, reduction), keep, weights
+
+
+def nll_loss(input: Any, target: Any, weight: Any = None, size_average: Any = None,
+             ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """``-weight[t] input[t]`` at each position, for log-probabilities ``input`` (N, C, *)
+    or (C,) and class indices ``target`` (N, *) or ().
+
+    Targets equal to ``ignore_index`` count nowhere; the mean divides by the sum of the
+    weights of the counted targets.
+    """
+    fn = "nll_loss"
+    reduction = reduction_arg(fn, size_average, reduce, reduction)
+    input = as_tensor(input)
+    return _nll(fn, input, target, weight, _ignore_index(fn, ignore_index), reduction)[0]
+
+
+def _is_probability_target(input: Tensor, target: Any) -> bool:
+    if not isinstance(target, Tensor | np.ndarray) or tuple(target.shape) != input.shape:
+        return False
+    return np.asarray(target.data if isinstance(target, Tensor) else target).dtype.kind == "f"
+
+
+def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None,
+                  ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """``nll_loss(log_softmax(input), target)`` over the class dim (dim 1; dim 0 for
+    unbatched input).
+
+    ``target``: class indices (N, *) (``ignore_index`` entries left out) or class
+    probabilities shaped like the input.  ``weight`` (C,) weighs each class;
+    ``label_smoothing`` mixes the target with the uniform distribution over the classes.
+    """
+    fn = "cross_entropy"
+    reduction = reduction_arg(fn, size_average, reduce, reduction)
+    if isinstance(label_smoothing, bool) or not isinstance(label_smoothing, Real) or not (
+            0.0 <= label_smoothing <= 1.0):
+        raise ValueError(f"{fn}: label_smoothing={label_smoothing!r} must be a number in "
+                         "[0, 1]")
+    eps = float(label_smoothing)
+    input = as_tensor(input)
+    dim = _class_dim(fn, input)
+    classes = input.shape[dim]
+    w = _class_weight(fn, weight, classes)
+    w_shape = (classes,) + (1,) * (input.ndim - dim - 1)
+    logp = log_softmax(input, dim)
+    if _is_probability_target(input, target):
+        p = as_tensor(target)
+        if eps > 0:
+            p = p * (1.0 - eps) + eps / classes
+        terms = logp * p if w is None else logp * p * w.astype(logp.dtype).reshape(w_shape)
+        loss = -terms.sum(dim)
+        if reduction == "mean":
+            return loss.sum() / max(input.data.size // max(classes, 1), 1)
+        return reduce_loss(loss, reduction)
+    nll, keep, weights = _nll(fn, logp, target, w, _ignore_index(fn, ignore_index), reduction)
+    if eps == 0:
+        return nll
+    # the uniform part: -sum_c w_c logp_c at each counted position, scaled by eps / C
+    smooth = -(logp.sum(dim) if w is None else (logp * w.astype(logp.dtype).reshape(w_shape)
+                                                ).sum(dim))
+    if not keep.all():
+        smooth = smooth * keep.astype(logp.dtype)
+    if reduction == "mean":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            smooth = smooth.sum() / (weights.sum() if w is not None else keep.sum())
+    else:
+        smooth = reduce_loss(smooth, reduction)
+    return nll * (1.0 - eps) + smooth * (eps / classes)

@@ -1,8 +1,14 @@
-"""2-D average and max pooling with ``torch.nn.functional``'s semantics (ceil_mode=False).
+"""Max and average pooling in 1-3 d with ``torch.nn.functional``'s semantics.
 
-The average is a depthwise convolution with a constant kernel (zero padding counts in
-the average, as torch's count_include_pad=True).  The max pads with -inf through
-``F.pad`` and reads its windows as strided views, never a loop over pixels.
+* Average pooling is a convolution of each plane with a constant box kernel, through the
+  convolution primitives (so the kernel never gets a gradient); windows that reach past
+  the padded input (``ceil_mode``) or that ``count_include_pad=False`` shortens are fixed
+  by a constant divisor map.
+* Max pooling walks the ``prod(kernel_size)`` taps of the window (never the pixels): each
+  tap is one strided view of the padded input, and a running comparison keeps the first
+  largest value of each window (NaN wins, as in torch).  The result gathers the winners
+  from the input, so the gradient goes to them; ``return_indices`` gives torch's indices,
+  flat within each ``(N, C)`` plane of the unpadded input.
 """
 
 from __future__ import annotations
@@ -10,63 +16,216 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ..tensor import Tensor, as_tensor
-from .conv import conv2d
-from .padding import pad as _pad
+from .conv import conv_general
+from .conv_args import per_dim
 
-__all__ = ["avg_pool2d", "max_pool2d"]
-
-
-def _pair(who: str, name: str, value: Any, low: int) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int | np.integer) else tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, int | np.integer) and not isinstance(v, bool)
-                                 and v >= low for v in pair):
-        raise ValueError(f"{who}: {name}={value!r} must be an int >= {low} or a pair of them")
-    return int(pair[0]), int(pair[1])
+__all__ = [
+    "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
+    "pooled_length",
+]
 
 
-def _args(who: str, x: Tensor, kernel_size: Any, stride: Any, padding: Any) -> tuple:
-    if x.ndim not in (3, 4):
-        raise ValueError(f"{who}: input of shape {x.shape} must be (N, C, H, W) or (C, H, W)")
-    k = _pair(who, "kernel_size", kernel_size, 1)
-    s = k if stride is None else _pair(who, "stride", stride, 1)
-    p = _pair(who, "padding", padding, 0)
-    if p[0] > k[0] // 2 or p[1] > k[1] // 2:
-        raise ValueError(f"{who}: padding={padding!r} must be at most half of "
-                         f"kernel_size={kernel_size!r}")
-    for n, kk, pp, name in zip(x.shape[-2:], k, p, ("H", "W")):
-        if n + 2 * pp < kk:
-            raise ValueError(f"{who}: kernel_size={kernel_size!r} is larger than the padded "
-                             f"input ({name}={n} + 2 * {pp})")
-    return k, s, p
+def pooled_length(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """torch's output length: floor (or ceil) of ``(n + 2p - d(k-1) - 1) / s`` plus one; with
+    ``ceil_mode`` the last window must start inside the input or its left padding."""
+    span = n + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= n + p:
+        out -= 1
+    return out
 
 
-def avg_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Average over windows; padding zeros count in the average (count_include_pad=True)."""
-    x = as_tensor(x)
-    k, s, p = _args("avg_pool2d", x, kernel_size, stride, padding)
-    # a depthwise convolution with a constant 1/(kh kw) kernel (measured 2x faster than
-    # strided views for fwd+bwd on (4, 3, 256, 256)); the window never gets a gradient
-    c = x.shape[-3]
-    window = np.full((c, 1, *k), 1.0 / (k[0] * k[1]), dtype=x.dtype)
-    return conv2d(x, window, stride=s, padding=p, groups=c)
+def pool_input(fn: str, input: Any, nd: int) -> tuple[Tensor, bool]:
+    """``input`` as a batched Tensor ``(N, C, *spatial)``; ``True`` if it came unbatched."""
+    x = as_tensor(input)
+    if x.ndim not in (nd + 1, nd + 2):
+        raise ValueError(f"{fn}: input of shape {x.shape} must be (N, C, {nd} spatial dims) "
+                         f"or unbatched (C, {nd} spatial dims)")
+    if x.ndim == nd + 1:
+        return x.unsqueeze(0), True
+    return x, False
 
 
-def max_pool2d(x: Any, kernel_size: Any, stride: Any = None, padding: Any = 0) -> Tensor:
-    """Max over windows (padding is -inf); the gradient goes to the first max of each window."""
-    x = as_tensor(x)
-    (kh, kw), (sh, sw), (ph, pw) = _args("max_pool2d", x, kernel_size, stride, padding)
-    if (ph, pw) != (0, 0):
-        x = _pad(x, (pw, pw, ph, ph), value=-np.inf)
-    *lead, h, w = x.shape
-    windows = sliding_window_view(x.data, (kh, kw), axis=(-2, -1))[..., ::sh, ::sw, :, :]
-    oh, ow = windows.shape[-4:-2]
-    first_max = windows.reshape(*windows.shape[:-2], kh * kw).argmax(axis=-1)
-    ki, kj = np.divmod(first_max, kw)
-    rows = np.arange(oh)[:, None] * sh + ki
-    cols = np.arange(ow)[None, :] * sw + kj
-    plane = np.arange(int(np.prod(lead))).reshape(*lead, 1, 1) * (h * w)
-    # gather the winners from the flattened input: its gradient is a scatter-add back
-    return x.reshape(-1)[plane + rows * w + cols]
+def _window_args(fn: str, x: Tensor, nd: int, kernel_size: Any, stride: Any, padding: Any,
+                 dilation: Any, ceil_mode: Any) -> tuple:
+    """Per-dim kernel, stride, padding, dilation and output lengths, checked as torch does."""
+    k = per_dim("kernel_size", kernel_size, nd, fn)
+    empty = stride is None or (isinstance(stride, tuple | list) and len(stride) == 0)
+    s = k if empty else per_dim("stride", stride, nd, fn)
+    p = per_dim("padding", padding, nd, fn, minimum=0)
+    d = per_dim("dilation", dilation, nd, fn)
+    if not isinstance(ceil_mode, bool | np.bool_):
+        raise TypeError(f"{fn}: ceil_mode={ceil_mode!r} must be a bool")
+    if any(2 * pp > kk for pp, kk in zip(p, k)):
+        raise ValueError(f"{fn}: padding={padding!r} must be at most half of "
+                         f"kernel_size={kernel_size!r} in every dim")
+    spatial = x.shape[2:]
+    out = tuple(pooled_length(n, kk, ss, pp, dd, bool(ceil_mode))
+                for n, kk, ss, pp, dd in zip(spatial, k, s, p, d))
+    if min(out) < 1 or 0 in spatial:
+        raise ValueError(f"{fn}: input of spatial size {spatial} gives output size {out} "
+                         f"with kernel_size={k}, stride={s}, padding={p}, dilation={d}; "
+                         "expected every output length >= 1")
+    return k, s, p, d, out
+
+
+def _axis_shape(nd: int, axis: int, n: int) -> tuple:
+    """A shape that puts a length-``n`` vector on spatial ``axis`` of (N, C, *spatial)."""
+    return (1, 1) + tuple(n if a == axis else 1 for a in range(nd))
+
+
+# ----------------------------------------------------------------------------- average
+def _avg_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
+              ceil_mode: Any, count_include_pad: Any, divisor_override: Any) -> Tensor:
+    x, unbatched = pool_input(fn, input, nd)
+    k, s, p, _, out = _window_args(fn, x, nd, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and (isinstance(divisor_override, bool) or not isinstance(
+            divisor_override, int | np.integer) or divisor_override == 0):
+        raise ValueError(f"{fn}: divisor_override={divisor_override!r} must be a non-zero int "
+                         "or None")
+    n, c, *spatial = x.shape
+    # a window that reaches past the right padding is cut there: pad (or crop) the right
+    # side so that exactly `out` windows fit
+    pads = tuple((pp, (o - 1) * ss + kk - nn - pp)
+                 for nn, kk, ss, pp, o in zip(spatial, k, s, p, out))
+    if divisor_override is not None:
+        scale = 1.0 / divisor_override
+        factors = []
+    else:
+        factors, scale = [], 1.0
+        for a, (nn, kk, ss, pp, o) in enumerate(zip(spatial, k, s, p, out)):
+            start = np.arange(o) * ss - pp
+            stop = np.minimum(start + kk, nn + pp)
+            if not count_include_pad:
+                start, stop = np.maximum(start, 0), np.minimum(stop, nn)
+            count = stop - start
+            if np.all(count == count[0]):
+                scale /= count[0]  # a uniform divisor folds into the kernel
+            else:
+                factors.append((1.0 / count).reshape(_axis_shape(nd, a, o)))
+    planes = x.reshape(n * c, 1, *spatial)
+    window = np.full((1, 1, *k), scale, dtype=x.dtype)
+    y = conv_general(planes, window, stride=s, padding=pads)
+    for f in factors:
+        y = y * f.astype(x.dtype)
+    y = y.reshape(n, c, *out)
+    return y.squeeze(0) if unbatched else y
+
+
+def avg_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """Mean over windows of ``(N, C, L)`` or ``(C, L)`` input.
+
+    ``count_include_pad``: whether the zero padding counts in the mean; ``ceil_mode``:
+    round the output length up (windows that start inside the input still count).
+    """
+    return _avg_pool("avg_pool1d", 1, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, None)
+
+
+def avg_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over windows of ``(N, C, H, W)`` or ``(C, H, W)`` input (see
+    :func:`avg_pool1d`); ``divisor_override`` replaces every window's divisor."""
+    return _avg_pool("avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over windows of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input (see
+    :func:`avg_pool2d`)."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+# ----------------------------------------------------------------------------- max
+def flat_gather(x: Tensor, flat: np.ndarray) -> Tensor:
+    """``out[n, c, ...] = x[n, c].ravel()[flat[n, c, ...]]`` (gradient: scatter-add back)."""
+    n, c = x.shape[:2]
+    plane = int(np.prod(x.shape[2:]))
+    offsets = (np.arange(n * c) * plane).reshape((n, c) + (1,) * (flat.ndim - 2))
+    return x.reshape(-1)[offsets + flat]
+
+
+def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
+              dilation: Any, ceil_mode: Any, return_indices: Any) -> Any:
+    x, unbatched = pool_input(fn, input, nd)
+    k, s, p, d, out = _window_args(fn, x, nd, kernel_size, stride, padding, dilation,
+                                   ceil_mode)
+    spatial = x.shape[2:]
+    # pad with -inf so that every tap of every window is a plain strided view
+    hi = [max((o - 1) * ss + dd * (kk - 1) + 1 - nn - pp, 0)
+          for nn, kk, ss, pp, dd, o in zip(spatial, k, s, p, d, out)]
+    xp = x.data
+    if any(p) or any(hi):
+        xp = np.pad(xp, [(0, 0), (0, 0)] + [(pp, h) for pp, h in zip(p, hi)],
+                    constant_values=-np.inf)
+    # each window's first in-bounds tap (torch starts the running max there, at -inf)
+    first = []
+    for a, (kk, ss, pp, dd, o) in enumerate(zip(k, s, p, d, out)):
+        start = np.arange(o) * ss - pp
+        t0 = np.clip(-(start // dd), 0, kk - 1)  # smallest t with start + t*dd >= 0
+        first.append(t0.reshape(_axis_shape(nd, a, o)))
+    def tap_view(offs: tuple) -> np.ndarray:
+        return xp[(slice(None), slice(None)) + tuple(
+            slice(off * dd, off * dd + (o - 1) * ss + 1, ss)
+            for off, dd, ss, o in zip(offs, d, s, out))]
+
+    # tap 0 is either in bounds (then it is the first one) or padding (-inf, which any
+    # in-bounds value replaces; an all -inf window keeps its first in-bounds tap)
+    best = tap_view((0,) * nd).copy()
+    tap = np.broadcast_to(np.ravel_multi_index(first, k), best.shape).copy()
+    has_nan = bool(np.isnan(x.data).any())
+    take = np.empty(best.shape, bool)
+    for t, offs in enumerate(np.ndindex(*k)):
+        if t == 0:
+            continue
+        view = tap_view(offs)
+        np.greater(view, best, out=take)
+        if has_nan:
+            take |= np.isnan(view)
+        np.copyto(best, view, where=take)
+        np.copyto(tap, t, where=take)
+    # flat index of each winner within its unpadded plane
+    offs = np.unravel_index(tap, k)
+    flat = np.zeros(best.shape, np.int64)
+    for a in range(nd):
+        coord = (np.arange(out[a]) * s[a] - p[a]).reshape(_axis_shape(nd, a, out[a]))
+        flat = flat * spatial[a] + (coord + offs[a] * d[a])
+    y = flat_gather(x, flat)
+    if unbatched:
+        y, flat = y.squeeze(0), flat[0]
+    if return_indices:
+        return y, Tensor._wrap(flat)
+    return y
+
+
+def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over windows of ``(N, C, L)`` or ``(C, L)`` input (padding never wins).
+
+    With ``return_indices`` also the int64 indices of the maxima within each plane.
+    """
+    return _max_pool("max_pool1d", 1, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool2d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over windows of ``(N, C, H, W)`` or ``(C, H, W)`` input (see :func:`max_pool1d`);
+    indices are flat within each ``H x W`` plane, as torch's."""
+    return _max_pool("max_pool2d", 2, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def max_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,
+               dilation: Any = 1, ceil_mode: bool = False, return_indices: bool = False) -> Any:
+    """Max over windows of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input (see
+    :func:`max_pool2d`)."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)

@@ -2,28 +2,63 @@
 
 from __future__ import annotations
 
-from . import init, utils
+from . import functional, init, utils
+from .activation import ELU, GELU, SiLU, Softmax, Softplus
 from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .layers import (
-    AvgPool2d,
-    Flatten,
-    Identity,
-    LeakyReLU,
-    Linear,
-    MaxPool2d,
-    ReLU,
-    Sigmoid,
-    Tanh,
-    Upsample,
+from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .layers import Flatten, Identity, LeakyReLU, Linear, ReLU, Sigmoid, Tanh
+from .loss import (
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    HuberLoss,
+    L1Loss,
+    MSELoss,
+    NLLLoss,
+    SmoothL1Loss,
 )
 from .module import Module, Parameter, Sequential
+from .normalization import (
+    BatchNorm1d,
+    BatchNorm2d,
+    BatchNorm3d,
+    GroupNorm,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
+    LayerNorm,
+)
+from .pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+)
+from .resampling import PixelShuffle, PixelUnshuffle, Upsample
 from .state import IncompatibleKeys
 
 __all__ = [
-    "init", "Module", "Parameter", "Sequential", "IncompatibleKeys",
+    "functional", "init", "Module", "Parameter", "Sequential", "IncompatibleKeys",
     "utils", "ModuleList", "ModuleDict",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-    "Linear", "Identity", "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Flatten", "MaxPool2d",
-    "AvgPool2d", "Upsample",
+    "Linear", "Identity", "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Flatten",
+    "GELU", "SiLU", "ELU", "Softplus", "Softmax",
+    "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
+    "InstanceNorm3d", "GroupNorm", "LayerNorm",
+    "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+    "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+    "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
+    "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
+    "Upsample", "PixelShuffle", "PixelUnshuffle",
+    "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
+    "BCELoss", "BCEWithLogitsLoss",
 ]

@@ -1,0 +1,97 @@
+"""Binary cross-entropy on probabilities and on logits, with torch's semantics.
+
+``binary_cross_entropy`` clamps each log at -100 (so a certain wrong answer costs 100,
+not infinity) and its gradient is torch's ``(x - t) / max(x (1 - x), 1e-12)``; both are
+one :class:`Function` with the rule in Tensor operations.  The logits form is composed of
+``logsigmoid`` (stable for any logit) and differentiable ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd import Context, Function
+from ..tensor import Tensor, as_tensor
+from .loss import reduce_loss, reduction_arg
+from .smooth_activation import logsigmoid
+
+__all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits"]
+
+_LOG_FLOOR = -100.0
+_EPSILON = 1e-12
+
+
+class BinaryCrossEntropy(Function):
+    """``-(t log x + (1 - t) log(1 - x))`` elementwise, each log clamped at -100."""
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, t: Any) -> np.ndarray:
+        with np.errstate(divide="ignore"):
+            log_x = np.maximum(np.log(x), _LOG_FLOOR)
+            log_1mx = np.maximum(np.log1p(-x), _LOG_FLOOR)
+        return (t - 1) * log_1mx - t * log_x
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        x, t = ctx.inputs
+        need_x, need_t = ctx.needs_input_grad
+        # d/dx = (x - t) / (x (1 - x)), the denominator kept >= 1e-12 (torch's rule)
+        gx = g * (x - t) / (x * (1.0 - x)).clip(min=_EPSILON) if need_x else None
+        # d/dt = log(1 - x) - log(x)
+        gt = (g * ((1.0 - x).log() - x.log())).sum_to_size(np.shape(t)) if need_t else None
+        return gx, gt
+
+
+def _same_shape(fn: str, input: Tensor, target: Tensor) -> None:
+    if input.shape != target.shape:
+        raise ValueError(f"{fn}: target shape {target.shape} must equal the input shape "
+                         f"{input.shape}")
+
+
+def _broadcast_weight(fn: str, name: str, weight: Any, shape: tuple) -> Any:
+    if weight is None:
+        return None
+    w = as_tensor(weight)
+    try:
+        np.broadcast_shapes(w.shape, shape)
+    except ValueError:
+        raise ValueError(f"{fn}: {name} of shape {w.shape} does not broadcast to the input "
+                         f"shape {shape}") from None
+    return w
+
+
+def binary_cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None,
+                         reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """``-weight (t log x + (1 - t) log(1 - x))`` for probabilities ``x`` in [0, 1]."""
+    fn = "binary_cross_entropy"
+    reduction = reduction_arg(fn, size_average, reduce, reduction)
+    x, t = as_tensor(input), as_tensor(target)
+    _same_shape(fn, x, t)
+    if x.data.size and not (np.all(x.data >= 0) and np.all(x.data <= 1)):
+        raise ValueError(f"{fn}: every element of the input must lie in [0, 1] (they are "
+                         f"probabilities), got values in [{x.data.min()}, {x.data.max()}]")
+    w = _broadcast_weight(fn, "weight", weight, x.shape)
+    loss = BinaryCrossEntropy.apply(x, t)
+    return reduce_loss(loss if w is None else loss * w, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None,
+                                     size_average: Any = None, reduce: Any = None,
+                                     reduction: str = "mean", pos_weight: Any = None) -> Tensor:
+    """Binary cross-entropy of ``sigmoid(input)``, computed stably from the logits:
+    ``(1 - t) x - (1 + (pos_weight - 1) t) log(sigmoid(x))``, times ``weight``.
+
+    ``pos_weight`` (broadcast along the last dim, e.g. one per class) weighs the positive
+    term.
+    """
+    fn = "binary_cross_entropy_with_logits"
+    reduction = reduction_arg(fn, size_average, reduce, reduction)
+    x, t = as_tensor(input), as_tensor(target)
+    _same_shape(fn, x, t)
+    w = _broadcast_weight(fn, "weight", weight, x.shape)
+    pw = _broadcast_weight(fn, "pos_weight", pos_weight, x.shape)
+    log_weight = 1.0 if pw is None else (pw - 1.0) * t + 1.0
+    loss = (1.0 - t) * x - log_weight * logsigmoid(x)
+    return reduce_loss(loss if w is None else loss * w, reduction)

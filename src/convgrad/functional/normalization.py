@@ -1,0 +1,238 @@
+"""Normalisation: ``batch_norm``, ``instance_norm``, ``group_norm``, ``layer_norm``.
+
+All four standardise ``x`` over some dims, ``(x - mean) / sqrt(var + eps)`` with the
+biased variance, then scale and shift per channel (or per element, for ``layer_norm``).
+The standardisation is one operation (:class:`Standardize`) with its gradient rule; the
+running statistics of ``batch_norm`` and ``instance_norm`` are ndarrays (or constant
+Tensors) updated in place, with the unbiased variance, as torch does.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+
+from ..autograd import Context, Function, is_grad_enabled
+from ..tensor import Tensor, as_tensor
+
+__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
+
+
+def _moments(x: np.ndarray, dims: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and biased variance over ``dims`` (kept as size-1 dims), two passes."""
+    mean = x.mean(axis=dims, keepdims=True)
+    d = x - mean
+    return mean, np.mean(d * d, axis=dims, keepdims=True)
+
+
+def _inv_std(x: Tensor, dims: tuple, eps: float) -> Tensor:
+    """``(var(x) + eps) ** -1/2`` over ``dims`` as recorded Tensor operations."""
+    d = x - x.mean(dims, keepdim=True)
+    return ((d * d).mean(dims, keepdim=True) + eps) ** -0.5
+
+
+class Standardize(Function):
+    """``y = (x - mean) * inv`` with ``mean``, ``inv = (var + eps)^-1/2`` of x over ``dims``.
+
+    ``mean`` and ``var`` come in precomputed (the caller also needs them for running
+    statistics); they are x's own moments, so the rule below differentiates through them.
+    """
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, dims: tuple, eps: float, mean: np.ndarray,
+                var: np.ndarray) -> np.ndarray:
+        ctx.dims, ctx.eps = dims, eps
+        ctx.inv = 1.0 / np.sqrt(var + eps)
+        return (x - mean) * ctx.inv
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> Tensor:
+        y, dims = ctx.output, ctx.dims
+        # inv depends on x: a recorded backward (create_graph) recomputes it as Tensor ops
+        inv = (_inv_std(ctx.inputs[0], dims, ctx.eps) if is_grad_enabled()
+               else type(y)._wrap(ctx.inv))
+        # y = (x - m) s, m = mean(x), s = (mean((x - m)^2) + eps)^-1/2:
+        # dx = s (g - mean(g) - y mean(g y))
+        return inv * (g - g.mean(dims, keepdim=True) - y * (g * y).mean(dims, keepdim=True))
+
+
+# ----------------------------------------------------------------------------- arguments
+def _number(fn: str, name: str, value: Any, low: float = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, Real) or not value >= low:
+        raise ValueError(f"{fn}: {name}={value!r} must be a number >= {low}")
+    return float(value)
+
+
+def _state(fn: str, name: str, value: Any, c: int) -> np.ndarray | None:
+    """A running statistic as the ndarray to read and update in place (or None)."""
+    if value is None:
+        return None
+    arr = value.data if isinstance(value, Tensor) else value
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
+        raise TypeError(f"{fn}: {name} must be a float ndarray or Tensor, got "
+                        f"{type(value).__name__}")
+    if arr.shape != (c,):
+        raise ValueError(f"{fn}: {name} of shape {arr.shape} must have shape ({c},) "
+                         f"(one entry per channel)")
+    return arr
+
+
+def _affine_arg(fn: str, name: str, value: Any, shape: tuple) -> Any:
+    if value is None:
+        return None
+    t = value if isinstance(value, Tensor) else as_tensor(value)
+    if t.shape != shape:
+        raise ValueError(f"{fn}: {name} of shape {t.shape} must have shape {shape}")
+    return t
+
+
+def _affine(y: Tensor, weight: Any, bias: Any, shape: tuple) -> Tensor:
+    """``y * weight + bias`` with the (C,) or normalised-shape parameters viewed as ``shape``."""
+    if weight is not None:
+        y = y * weight.reshape(shape)
+    if bias is not None:
+        y = y + bias.reshape(shape)
+    return y
+
+
+def _channels_input(fn: str, input: Any) -> Tensor:
+    x = as_tensor(input)
+    if x.ndim < 2:
+        raise ValueError(f"{fn}: input of shape {x.shape} must be (N, C, *) with at least "
+                         "2 dims")
+    return x
+
+
+def _update(stat: np.ndarray | None, momentum: float, batch_value: np.ndarray) -> None:
+    """``stat <- (1 - momentum) stat + momentum batch_value`` in place."""
+    if stat is not None:
+        stat[...] = (1.0 - momentum) * stat + momentum * batch_value
+
+
+# ----------------------------------------------------------------------------- functions
+def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None,
+               bias: Any = None, training: bool = False, momentum: float = 0.1,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of ``input`` (N, C, *) over the batch and spatial dims.
+
+    With ``training`` the batch statistics normalise, and ``running_mean``/``running_var``
+    (ndarrays or Tensors of shape (C,), or None) move towards the batch mean and the
+    unbiased batch variance by ``momentum``, in place.  Otherwise the running statistics
+    normalise.  ``weight`` and ``bias`` (C,) scale and shift the result.
+    """
+    fn = "batch_norm"
+    x = _channels_input(fn, input)
+    c = x.shape[1]
+    eps = _number(fn, "eps", eps)
+    momentum = _number(fn, "momentum", momentum)
+    rm, rv = (_state(fn, "running_mean", running_mean, c),
+              _state(fn, "running_var", running_var, c))
+    weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    if training:
+        count = x.data.size // c if c else 0
+        if count <= 1:
+            raise ValueError(f"{fn}: expected more than 1 value per channel when training, "
+                             f"got input of shape {x.shape}")
+        dims = (0,) + tuple(range(2, x.ndim))
+        mean, var = _moments(x.data, dims)
+        y = Standardize.apply(x, dims=dims, eps=eps, mean=mean, var=var)
+        _update(rm, momentum, mean.reshape(c))
+        _update(rv, momentum, var.reshape(c) * (count / (count - 1)))
+    else:
+        if rm is None or rv is None:
+            raise ValueError(f"{fn}: running_mean and running_var are required when "
+                             "training=False")
+        inv = (1.0 / np.sqrt(rv + eps)).astype(x.dtype, copy=False).reshape(shape)
+        y = (x - rm.astype(x.dtype, copy=False).reshape(shape)) * inv
+    return _affine(y, weight, bias, shape)
+
+
+def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
+                  weight: Any = None, bias: Any = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each channel of each sample of ``input`` (N, C, *spatial) over its spatial
+    dims.
+
+    With ``use_input_stats`` the sample's own statistics normalise and the running
+    statistics (if given) move towards their batch averages; otherwise the running
+    statistics normalise, as in :func:`batch_norm` in evaluation mode.
+    """
+    fn = "instance_norm"
+    x = _channels_input(fn, input)
+    n, c = x.shape[:2]
+    eps = _number(fn, "eps", eps)
+    momentum = _number(fn, "momentum", momentum)
+    rm, rv = (_state(fn, "running_mean", running_mean, c),
+              _state(fn, "running_var", running_var, c))
+    weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    if not use_input_stats:
+        return batch_norm(x, rm, rv, weight, bias, False, momentum, eps)
+    count = int(np.prod(x.shape[2:]))
+    if count <= 1:
+        raise ValueError(f"{fn}: expected more than 1 spatial element when training, got "
+                         f"input of shape {x.shape}")
+    dims = tuple(range(2, x.ndim))
+    mean, var = _moments(x.data, dims)
+    y = Standardize.apply(x, dims=dims, eps=eps, mean=mean, var=var)
+    if n:
+        _update(rm, momentum, mean.reshape(n, c).mean(axis=0))
+        _update(rv, momentum, var.reshape(n, c).mean(axis=0) * (count / (count - 1)))
+    return _affine(y, weight, bias, shape)
+
+
+def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None,
+               eps: float = 1e-5) -> Tensor:
+    """Split the channels of ``input`` (N, C, *) into ``num_groups`` groups and normalise
+    each group of each sample over its channels and spatial dims; ``weight`` and ``bias``
+    (C,) then act per channel."""
+    fn = "group_norm"
+    x = _channels_input(fn, input)
+    n, c = x.shape[:2]
+    if isinstance(num_groups, bool) or not isinstance(num_groups, Integral) or num_groups < 1:
+        raise ValueError(f"{fn}: num_groups={num_groups!r} must be a positive int")
+    if c % num_groups:
+        raise ValueError(f"{fn}: num_groups={num_groups} must divide the number of channels "
+                         f"C={c} (input shape {x.shape})")
+    eps = _number(fn, "eps", eps)
+    weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
+    grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
+    mean, var = _moments(grouped.data, (2,))
+    y = Standardize.apply(grouped, dims=(2,), eps=eps, mean=mean, var=var).reshape(x.shape)
+    return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))
+
+
+def _normalized_shape(fn: str, value: Any) -> tuple[int, ...]:
+    shape = (value,) if isinstance(value, Integral) else value
+    try:
+        shape = tuple(shape)
+    except TypeError:
+        shape = None
+    if not shape or not all(isinstance(s, Integral) and not isinstance(s, bool) and s >= 1
+                            for s in shape):
+        raise ValueError(f"{fn}: normalized_shape={value!r} must be a positive int or a "
+                         "non-empty sequence of them")
+    return tuple(int(s) for s in shape)
+
+
+def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any = None,
+               eps: float = 1e-5) -> Tensor:
+    """Normalise ``input`` over its last ``len(normalized_shape)`` dims, which must equal
+    ``normalized_shape``; ``weight`` and ``bias`` have that shape and act elementwise."""
+    fn = "layer_norm"
+    x = as_tensor(input)
+    shape = _normalized_shape(fn, normalized_shape)
+    k = len(shape)
+    if x.shape[x.ndim - k:] != shape or x.ndim < k:
+        raise ValueError(f"{fn}: normalized_shape={shape} must equal the last {k} dims of "
+                         f"the input, whose shape is {x.shape}")
+    eps = _number(fn, "eps", eps)
+    weight, bias = (_affine_arg(fn, "weight", weight, shape),
+                    _affine_arg(fn, "bias", bias, shape))
+    dims = tuple(range(x.ndim - k, x.ndim))
+    mean, var = _moments(x.data, dims)
+    y = Standardize.apply(x, dims=dims, eps=eps, mean=mean, var=var)
+    return _affine(y, weight, bias, shape)

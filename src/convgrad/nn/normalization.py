@@ -1,0 +1,275 @@
+"""Normalisation layers: ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d/3d``, ``GroupNorm``,
+``LayerNorm``.
+
+Constructor arguments, parameters (``weight`` ones, ``bias`` zeros), buffers
+(``running_mean``, ``running_var``, ``num_batches_tracked`` as int64), the train/eval
+behaviour and ``repr`` follow ``torch.nn``; ``forward`` calls the functions of
+:mod:`convgrad.functional.normalization`.  One keyword-only addition: ``dtype`` (float32
+by default, or float64).
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Real
+from typing import Any
+
+import numpy as np
+
+from ..functional import normalization as Fn
+from ..tensor import Tensor, as_tensor
+from ..tensor.tensor import _check_dtype
+from .conv import _positive_int
+from .module import Module, Parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d",
+           "InstanceNorm2d", "InstanceNorm3d", "LayerNorm"]
+
+
+def _dtype(who: str, dtype: Any) -> np.dtype:
+    return np.dtype(np.float32) if dtype is None else _check_dtype(who, dtype)
+
+
+def _flag(who: str, name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{who}: {name}={value!r} must be a bool")
+    return value
+
+
+def _eps(who: str, eps: Any) -> float:
+    if isinstance(eps, bool) or not isinstance(eps, Real) or not eps >= 0:
+        raise ValueError(f"{who}: eps={eps!r} must be a number >= 0")
+    return eps
+
+
+def _array(buffer: Any) -> np.ndarray:
+    """The ndarray behind a buffer (a Tensor or an ndarray), to update in place."""
+    return buffer.data if isinstance(buffer, Tensor) else buffer
+
+
+class _NormBase(Module):
+    """What batch and instance normalisation share: parameters, buffers, ``repr``."""
+
+    _accepted_dims: tuple[int, ...]
+    _example: str
+
+    def __init__(self, num_features: int, eps: float, momentum: float | None, affine: bool,
+                 track_running_stats: bool, *, bias: bool = True, dtype: Any = None) -> None:
+        super().__init__()
+        who = type(self).__name__
+        self.num_features = _positive_int("num_features", num_features, who)
+        self.eps = _eps(who, eps)
+        if momentum is not None and (isinstance(momentum, bool) or not isinstance(
+                momentum, Real) or not 0 <= momentum <= 1):
+            raise ValueError(f"{who}: momentum={momentum!r} must be a number in [0, 1] or None")
+        self.momentum = momentum
+        self.affine = _flag(who, "affine", affine)
+        self.track_running_stats = _flag(who, "track_running_stats", track_running_stats)
+        _flag(who, "bias", bias)
+        dt = _dtype(who, dtype)
+        c = self.num_features
+        if affine:
+            self.weight = Parameter(np.ones(c, dt))
+            if bias:
+                self.bias = Parameter(np.zeros(c, dt))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", np.zeros(c, dt))
+            self.register_buffer("running_var", np.ones(c, dt))
+            self.register_buffer("num_batches_tracked", np.array(0, np.int64))
+        else:
+            for name in ("running_mean", "running_var", "num_batches_tracked"):
+                self.register_buffer(name, None)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, no batches seen."""
+        if self.track_running_stats:
+            _array(self.running_mean)[...] = 0
+            _array(self.running_var)[...] = 1
+            _array(self.num_batches_tracked)[...] = 0
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            self.weight.data[...] = 1
+            if self.bias is not None:
+                self.bias.data[...] = 0
+
+    def _check_input(self, x: Tensor) -> None:
+        who = type(self).__name__
+        if x.ndim not in self._accepted_dims:
+            raise ValueError(f"{who}: expected {self._example} input, got input of shape "
+                             f"{x.shape}")
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, *, bias: bool = True,
+                 dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias,
+                         dtype=dtype)
+
+    def forward(self, input: Any) -> Tensor:
+        x = as_tensor(input)
+        self._check_input(x)
+        if x.shape[1] != self.num_features:
+            raise ValueError(f"{type(self).__name__}: input of shape {x.shape} has "
+                             f"{x.shape[1]} channels, expected num_features="
+                             f"{self.num_features}")
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            count = _array(self.num_batches_tracked)
+            count[...] += 1
+            if self.momentum is None:  # a cumulative average of all batches seen
+                factor = 1.0 / float(count)
+        use_batch_stats = self.training or (self.running_mean is None
+                                            and self.running_var is None)
+        keep = not self.training or self.track_running_stats  # buffers read or updated
+        return Fn.batch_norm(x, self.running_mean if keep else None,
+                             self.running_var if keep else None, self.weight, self.bias,
+                             use_batch_stats, factor, self.eps)
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` input, per channel."""
+
+    _accepted_dims, _example = (2, 3), "(N, C) or (N, C, L)"
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of ``(N, C, H, W)`` input, per channel."""
+
+    _accepted_dims, _example = (4,), "(N, C, H, W)"
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of ``(N, C, D, H, W)`` input, per channel."""
+
+    _accepted_dims, _example = (5,), "(N, C, D, H, W)"
+
+
+class _InstanceNorm(_NormBase):
+    _unbatched_dims: int
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, *,
+                 bias: bool = True, dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias,
+                         dtype=dtype)
+
+    def forward(self, input: Any) -> Tensor:
+        x = as_tensor(input)
+        self._check_input(x)
+        who = type(self).__name__
+        feature_dim = x.ndim - self._unbatched_dims
+        if x.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(f"{who}: input of shape {x.shape} has {x.shape[feature_dim]} "
+                                 f"channels (dim {feature_dim}), expected num_features="
+                                 f"{self.num_features}")
+            warnings.warn(f"{who}: input of shape {x.shape} has {x.shape[feature_dim]} "
+                          f"channels, not num_features={self.num_features} (unused, since "
+                          "affine=False)", stacklevel=2)
+        unbatched = x.ndim == self._unbatched_dims
+        if unbatched:
+            x = x.unsqueeze(0)
+        y = Fn.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                             self.training or not self.track_running_stats,
+                             0.0 if self.momentum is None else self.momentum, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, L)`` or ``(C, L)`` input."""
+
+    _accepted_dims, _example, _unbatched_dims = (2, 3), "(N, C, L) or (C, L)", 2
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, H, W)`` or ``(C, H, W)`` input."""
+
+    _accepted_dims, _example, _unbatched_dims = (3, 4), "(N, C, H, W) or (C, H, W)", 3
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input."""
+
+    _accepted_dims, _example, _unbatched_dims = (4, 5), "(N, C, D, H, W) or (C, D, H, W)", 4
+
+
+class GroupNorm(Module):
+    """Group normalisation: ``num_channels`` split into ``num_groups`` groups, each
+    normalised per sample; ``weight`` and ``bias`` act per channel."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, *, bias: bool = True, dtype: Any = None) -> None:
+        super().__init__()
+        who = "GroupNorm"
+        self.num_groups = _positive_int("num_groups", num_groups, who)
+        self.num_channels = _positive_int("num_channels", num_channels, who)
+        if num_channels % num_groups:
+            raise ValueError(f"{who}: num_groups={num_groups} must divide "
+                             f"num_channels={num_channels}")
+        self.eps = _eps(who, eps)
+        self.affine = _flag(who, "affine", affine)
+        _flag(who, "bias", bias)
+        dt = _dtype(who, dtype)
+        if affine:
+            self.weight = Parameter(np.ones(num_channels, dt))
+        else:
+            self.register_parameter("weight", None)
+        if affine and bias:
+            self.bias = Parameter(np.zeros(num_channels, dt))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input: Any) -> Tensor:
+        x = as_tensor(input)
+        if x.ndim < 2 or x.shape[1] != self.num_channels:
+            raise ValueError(f"GroupNorm: input of shape {x.shape} must be (N, C, *) with "
+                             f"C = num_channels={self.num_channels}")
+        return Fn.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")
+
+
+class LayerNorm(Module):
+    """Layer normalisation over the last dims, which must equal ``normalized_shape``;
+    ``weight`` and ``bias`` of that shape act elementwise."""
+
+    def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, *, dtype: Any = None) -> None:
+        super().__init__()
+        who = "LayerNorm"
+        self.normalized_shape = Fn._normalized_shape(who, normalized_shape)
+        self.eps = _eps(who, eps)
+        self.elementwise_affine = _flag(who, "elementwise_affine", elementwise_affine)
+        _flag(who, "bias", bias)
+        dt = _dtype(who, dtype)
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, dt))
+        else:
+            self.register_parameter("weight", None)
+        if elementwise_affine and bias:
+            self.bias = Parameter(np.zeros(self.normalized_shape, dt))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input: Any) -> Tensor:
+        return Fn.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+

@@ -1,0 +1,79 @@
+"""Resampling layers: ``Upsample`` (every mode of ``interpolate``), ``PixelShuffle``,
+``PixelUnshuffle``; arguments and ``repr`` as ``torch.nn``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..functional.interpolate import MODES, interpolate
+from ..functional.pixel_shuffle import _factor, pixel_shuffle, pixel_unshuffle
+from ..tensor import Tensor
+from .module import Module
+
+__all__ = ["PixelShuffle", "PixelUnshuffle", "Upsample"]
+
+
+class Upsample(Module):
+    """Resample ``(N, C, *spatial)`` input to ``size`` or by ``scale_factor`` with ``mode``
+    (see :func:`convgrad.functional.interpolate`)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
+                 align_corners: bool | None = None,
+                 recompute_scale_factor: bool | None = None) -> None:
+        super().__init__()
+        who = "Upsample"
+        if not isinstance(mode, str) or mode not in MODES:
+            raise ValueError(f"{who}: mode={mode!r} is not supported; expected one of "
+                             f"{MODES}")
+        if (size is None) == (scale_factor is None):
+            raise ValueError(f"{who}: size={size!r}, scale_factor={scale_factor!r}; give "
+                             "exactly one of them")
+        self.size = size
+        try:
+            if isinstance(scale_factor, tuple | list):
+                self.scale_factor = tuple(float(f) for f in scale_factor)
+            else:
+                self.scale_factor = float(scale_factor) if scale_factor else None
+        except (TypeError, ValueError):
+            raise TypeError(f"{who}: scale_factor={scale_factor!r} must be a number or a "
+                            "sequence of numbers") from None
+        self.mode, self.align_corners = mode, align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input: Any) -> Tensor:
+        return interpolate(input, self.size, self.scale_factor, self.mode,
+                              self.align_corners, self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        info = (f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None
+                else f"size={self.size!r}")
+        return info + f", mode={self.mode!r}"
+
+
+class PixelShuffle(Module):
+    """``(*, C r^2, H, W) -> (*, C, H r, W r)`` with ``r = upscale_factor``."""
+
+    def __init__(self, upscale_factor: int) -> None:
+        super().__init__()
+        self.upscale_factor = _factor("PixelShuffle", "upscale_factor", upscale_factor)
+
+    def forward(self, input: Any) -> Tensor:
+        return pixel_shuffle(input, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    """``(*, C, H r, W r) -> (*, C r^2, H, W)`` with ``r = downscale_factor``."""
+
+    def __init__(self, downscale_factor: int) -> None:
+        super().__init__()
+        self.downscale_factor = _factor("PixelUnshuffle", "downscale_factor",
+                                           downscale_factor)
+
+    def forward(self, input: Any) -> Tensor:
+        return pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"

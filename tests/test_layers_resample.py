@@ -1,0 +1,187 @@
+"""Oracle: torch 2.13 F.interpolate, nn.Upsample, pixel_shuffle/unshuffle on the same
+inputs (outputs, gradients, second-order gradients); where torch's gradient is not the
+adjoint of its own forward, the adjoint identity <M x, v> = <x, M^T v> instead."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import convgrad as cg
+import convgrad.functional as F
+from convgrad import nn
+from convgrad.functional.interpolate import UPSAMPLING_PATH
+
+from .torch_agreement import check
+
+torch = pytest.importorskip("torch")
+TF = torch.nn.functional
+RNG = np.random.default_rng(3)
+DTYPES = [np.float64, np.float32]
+
+SHAPES = {1: (2, 3, 5), 2: (1, 2, 5, 4), 3: (1, 2, 4, 3, 5)}
+MODES = [("nearest", 1), ("nearest", 2), ("nearest", 3), ("nearest-exact", 1),
+         ("nearest-exact", 2), ("nearest-exact", 3), ("linear", 1), ("bilinear", 2),
+         ("bicubic", 2), ("trilinear", 3), ("area", 1), ("area", 2), ("area", 3)]
+SPECS = [dict(scale_factor=2), dict(scale_factor=3), dict(scale_factor=1.5),
+         dict(scale_factor=0.5), dict(scale_factor=0.37), dict(scale_factor=2.6),
+         dict(scale_factor=1.7, recompute_scale_factor=True), dict(size=7), dict(size=3),
+         dict(size=1), dict(size=10), dict(scale_factor=1.0)]
+
+
+# the interpolating modes run under both implementations of integer upsampling
+CASES = [(mode, nd, path) for mode, nd in MODES
+         for path in (("conv", "matrix") if mode in ("linear", "bilinear", "bicubic",
+                                                     "trilinear") else ("default",))]
+
+
+@pytest.fixture
+def upsampling_path(request):
+    saved = UPSAMPLING_PATH["value"]
+    UPSAMPLING_PATH["value"] = "matrix" if request.param == "matrix" else "conv"
+    yield request.param
+    UPSAMPLING_PATH["value"] = saved
+
+
+def _align_options(mode):
+    return [None] if mode in ("nearest", "nearest-exact", "area") else [False, True]
+
+
+def _torch_is_adjoint(mode, nd, shape, out, kwargs) -> bool:
+    """torch's backward differs from the adjoint of its forward in two places: nearest
+    1-d/3-d when an axis keeps its size or doubles under another scale factor, and bicubic
+    when the size stays but the scale factor is not 1."""
+    sf = kwargs.get("scale_factor")
+    if sf is None or kwargs.get("recompute_scale_factor"):
+        return True
+    ins = shape[2:]
+    if mode == "nearest" and nd != 2:
+        return not any(m in (n, 2 * n) and sf != m / n for n, m in zip(ins, out))
+    if mode == "bicubic":
+        return not (tuple(out) == tuple(ins) and sf != 1)
+    return True
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("spec", SPECS, ids=lambda s: ",".join(f"{k}={v}" for k, v in s.items()))
+@pytest.mark.parametrize("mode,nd,upsampling_path", CASES, indirect=["upsampling_path"])
+def test_interpolate_matches_torch(mode, nd, spec, dtype, upsampling_path):
+    shape = SHAPES[nd]
+    x = RNG.standard_normal(shape)
+    for align in _align_options(mode):
+        kw = dict(spec, mode=mode, align_corners=align)
+        out = TF.interpolate(torch.tensor(x), **kw).shape[2:]
+        name = f"interpolate {mode} {nd}d"
+        if _torch_is_adjoint(mode, nd, shape, out, kw):
+            check(name, lambda x, kw=kw: F.interpolate(x, **kw),
+                  lambda x, kw=kw: TF.interpolate(x, **kw), [x], dtype,
+                  double=dtype == np.float64 and "size" in spec)
+        else:
+            check(name, lambda x, kw=kw: F.interpolate(x, **kw),
+                  lambda x, kw=kw: TF.interpolate(x, **kw), [x], dtype, grads=False)
+            _assert_adjoint(lambda x, kw=kw: F.interpolate(x, **kw), x, dtype)
+
+
+def _assert_adjoint(fn, x, dtype):
+    """The gradient of a linear map is its adjoint: <f(u), v> == <u, grad(<f(x), v>)>."""
+    xs = cg.tensor(x.astype(dtype), requires_grad=True)
+    y = fn(xs)
+    v = RNG.standard_normal(y.shape).astype(dtype)
+    (g,) = cg.grad((y * v).sum(), [xs])
+    u = RNG.standard_normal(x.shape).astype(dtype)
+    lhs = float((fn(cg.tensor(u)).data.astype(np.float64) * v).sum())
+    rhs = float((u * g.data.astype(np.float64)).sum())
+    tol = 1e-10 if dtype == np.float64 else 1e-4
+    assert abs(lhs - rhs) <= tol * max(abs(lhs), 1.0)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nearest_source_indices_sweep(mode, dtype):
+    """Which input each output copies, over many sizes and factors (float32/float64 ties)."""
+    for n in range(1, 24):
+        x = torch.arange(n, dtype=torch.float64).reshape(1, 1, n).to(
+            torch.float32 if dtype == np.float32 else torch.float64)
+        specs = [dict(size=m) for m in range(1, 60, 3)]
+        specs += [dict(scale_factor=f) for f in (0.3, 0.7, 1.3, 2.3, 2.7, 3.7, 1 / 3)
+                  if int(n * f) >= 1]
+        for spec in specs:
+            ours = F.interpolate(x.numpy(), mode=mode, **spec)
+            np.testing.assert_array_equal(ours.data, TF.interpolate(x, mode=mode, **spec).numpy())
+
+
+@pytest.mark.parametrize("upsampling_path", ["conv"], indirect=True)
+@pytest.mark.parametrize("mode,nd", [("bilinear", 2), ("trilinear", 3), ("linear", 1),
+                                     ("bicubic", 2)])
+def test_integer_upsampling_is_a_constant_kernel_convolution(mode, nd, upsampling_path):
+    x = cg.tensor(RNG.standard_normal(SHAPES[nd]), requires_grad=True)
+    with cg.profile() as prof:
+        y = F.interpolate(x, scale_factor=2, mode=mode)
+        (y * y).sum().backward()
+    assert prof.count("conv_forward") >= 1
+    assert prof.count("conv_weight_grad") == 0
+
+
+@pytest.mark.parametrize("scale", [1.5, 2])
+def test_the_matrix_path_runs_no_convolution(scale):
+    x = cg.tensor(RNG.standard_normal((1, 2, 5, 4)), requires_grad=True)
+    with cg.profile() as prof:
+        F.interpolate(x, scale_factor=scale, mode="bilinear").sum().backward()
+    assert prof.events == []
+
+
+def test_upsample_module_every_mode_and_repr():
+    x = RNG.standard_normal((1, 2, 4, 5))
+    for kwargs in [dict(scale_factor=2), dict(size=(7, 3), mode="nearest-exact"),
+                   dict(scale_factor=(1.5, 2), mode="bilinear"),
+                   dict(size=6, mode="bicubic", align_corners=True),
+                   dict(scale_factor=0.5, mode="area"),
+                   dict(scale_factor=1.7, mode="bilinear", recompute_scale_factor=True)]:
+        ours, theirs = nn.Upsample(**kwargs), torch.nn.Upsample(**kwargs)
+        check(repr(ours), ours, theirs, [x], np.float64)
+        assert repr(ours) == repr(theirs)
+    for mode, shape in [("linear", (2, 3, 5)), ("trilinear", (1, 2, 3, 4, 2))]:
+        ours, theirs = nn.Upsample(scale_factor=2, mode=mode), torch.nn.Upsample(
+            scale_factor=2, mode=mode)
+        check(repr(ours), ours, theirs, [RNG.standard_normal(shape)], np.float32)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,r", [((1, 8, 3, 2), 2), ((2, 9, 2, 3), 3), ((18, 2, 2), 3),
+                                     ((2, 2, 4, 2, 3), 2)])
+def test_pixel_shuffle_and_unshuffle(shape, r, dtype):
+    x = RNG.standard_normal(shape)
+    y, _ = check("pixel_shuffle", lambda x: F.pixel_shuffle(x, r),
+                 lambda x: TF.pixel_shuffle(x, r), [x], dtype)
+    check("pixel_unshuffle", lambda x: F.pixel_unshuffle(x, r),
+          lambda x: TF.pixel_unshuffle(x, r), [y.data], dtype)
+    ours, theirs = nn.PixelShuffle(r), torch.nn.PixelShuffle(r)
+    assert repr(ours) == repr(theirs)
+    assert repr(nn.PixelUnshuffle(r)) == repr(torch.nn.PixelUnshuffle(r))
+
+
+@pytest.mark.parametrize("call,pattern", [
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4), size=3, mode="bogus"), "mode='bogus'"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4)), "exactly one"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4), size=3, scale_factor=2), "exactly one"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4), size=3, mode="linear"), "mode='linear'"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4), size=3, mode="bilinear"), "mode='bilinear'"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4), size=3, align_corners=True),
+     "align_corners=True"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4), size=3, mode="bilinear", antialias=True),
+     "antialias=True"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4), size=(3, 3, 3)), r"size=\(3, 3, 3\)"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4), scale_factor=0.1), "output size"),
+    (lambda: F.interpolate(cg.randn(1, 4), size=3), r"\(N, C, \*spatial\)"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4), size=3, recompute_scale_factor=True),
+     "recompute_scale_factor=True"),
+    (lambda: F.pixel_shuffle(cg.randn(1, 6, 2, 2), 2), "upscale_factor"),
+    (lambda: F.pixel_unshuffle(cg.randn(1, 2, 3, 4), 2), "downscale_factor=2"),
+    (lambda: nn.Upsample(scale_factor=2, mode="cubic"), "mode='cubic'"),
+    (lambda: F.interpolate(cg.randn(1, 1, 4, 4), size=(2**40, 2**40)), "more than any array"),
+    (lambda: F.adaptive_avg_pool2d(cg.randn(1, 1, 4, 4), 2**40), "more than any array"),
+])
+def test_errors_name_the_argument(call, pattern):
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
+
