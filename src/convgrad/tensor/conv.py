@@ -44,6 +44,8 @@ def _add_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
 class Conv(Function):
     """``y = conv(x, w) + b`` (``b`` may be None) of shape ``y_shape``."""
 
+    reads = (0, 1)  # dx needs w, dw needs x; torch saves both whatever is needed
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
                 spec: ConvSpec, y_shape: tuple) -> np.ndarray:
@@ -65,6 +67,8 @@ class ConvInputGrad(Function):
     """``gx = input_grad(gy, w)`` for an input of shape ``x_shape``: the adjoint of
     ``conv(., w)``."""
 
+    reads = {0: (1,), 1: (0,)}  # d gy needs w, dw needs gy
+
     @staticmethod
     def forward(ctx: Context, gy: np.ndarray, w: np.ndarray, spec: ConvSpec,
                 x_shape: tuple) -> np.ndarray:
@@ -85,6 +89,8 @@ class ConvWeightGrad(Function):
     """``gw = weight_grad(x, gy)`` for a weight of shape ``w_shape``: the adjoint of
     ``conv(x, .)``."""
 
+    reads = {0: (1,), 1: (0,)}  # dx needs gy, d gy needs x
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, gy: np.ndarray, spec: ConvSpec,
                 w_shape: tuple) -> np.ndarray:
@@ -104,6 +110,8 @@ class ConvWeightGrad(Function):
 class ConvBiasGrad(Function):
     """``gb[o] = sum_{n,p} gy[n, o, p]``."""
 
+    reads = ()
+
     @staticmethod
     def forward(ctx: Context, gy: np.ndarray) -> np.ndarray:
         ctx.shape = gy.shape
@@ -118,6 +126,8 @@ class ConvBiasGrad(Function):
 class BiasExpand(Function):
     """``h`` (C,) broadcast to ``shape`` (N, C, *spatial): the adjoint of the bias sum."""
 
+    reads = ()
+
     @staticmethod
     def forward(ctx: Context, h: np.ndarray, shape: tuple) -> np.ndarray:
         return np.broadcast_to(h.reshape((1, -1) + (1,) * (len(shape) - 2)), shape).copy()
@@ -129,6 +139,8 @@ class BiasExpand(Function):
 
 class AddBias(Function):
     """``y + b`` with ``b`` (C,) over the channel dim of ``y`` (N, C, *spatial)."""
+
+    reads = ()
 
     @staticmethod
     def forward(ctx: Context, y: np.ndarray, b: np.ndarray) -> np.ndarray:
