@@ -261,7 +261,8 @@ def train(args) -> dict:
     after = evaluate(model, args.sigma, args.seed + 1, args.eval_size)
     cg.save(model.state_dict(), os.path.join(args.out, "unet.npz"))
     per_step = seconds / len(losses) if losses else math.nan
-    print(f"time per step: {per_step:.3f} s ({len(losses)} steps this run, batch "
+    print(f"time per step: {per_step:.3f} s (forward, backward, update; {len(losses)} steps "
+          f"this run, batch "
           f"{args.batch_size} x {args.crop}x{args.crop})")
     print(f"held-out camera, noisy:    PSNR {after['psnr_noisy']:.2f} dB  "
           f"MS-SSIM {after['msssim_noisy']:.4f}")
@@ -275,23 +276,24 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--steps", type=int, default=300, help="optimiser steps of the schedule")
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--batch-size", type=int, default=8, help="crops per step")
     p.add_argument("--crop", type=int, default=64, help="side of the training crops")
     p.add_argument("--epoch-steps", type=int, default=25, help="steps per epoch")
     p.add_argument("--lr", type=float, default=2e-3, help="initial learning rate")
-    p.add_argument("--weight-decay", type=float, default=1e-4)
+    p.add_argument("--weight-decay", type=float, default=1e-4, help="AdamW's decoupled decay")
     p.add_argument("--sigma", type=float, default=0.1, help="noise std (images in [0, 1])")
     p.add_argument("--width", type=int, default=16, help="channels at full resolution")
     p.add_argument("--depth", type=int, default=2, help="downsamplings")
     p.add_argument("--eval-size", type=int, default=512,
                    help="side of the central crop of camera scored at the end (> 160)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="unet_denoising", help="folder for weights, checkpoint")
-    p.add_argument("--checkpoint", default=None,
-                   help="checkpoint path (None: OUT/checkpoint.npz)")
+    p.add_argument("--seed", type=int, default=0, help="cg.manual_seed for the whole run")
+    p.add_argument("--out", default="unet_denoising",
+                   help="folder for the trained weights (unet.npz) and the checkpoint")
+    p.add_argument("--checkpoint", metavar="PATH", default=None,
+                   help="checkpoint written after each epoch; None: OUT/checkpoint.npz")
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     p.add_argument("--stop-at", type=int, default=None,
-                   help="end this run at this step (the checkpoint is written)")
+                   help="end this run at this step, after writing the checkpoint")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bar")
     return p
 
@@ -301,6 +303,8 @@ def main(argv=None) -> dict:
     for name in ("steps", "batch_size", "crop", "epoch_steps", "width", "depth"):
         if getattr(args, name) < 1:
             parser().error(f"--{name.replace('_', '-')}={getattr(args, name)} must be >= 1")
+    if args.crop % 2**args.depth:
+        parser().error(f"--crop={args.crop} must be a multiple of 2**depth = {2**args.depth}")
     if args.stop_at is not None and args.stop_at < 1:
         parser().error(f"--stop-at={args.stop_at} must be >= 1")
     if not 160 < args.eval_size <= 512 or args.eval_size % 2**args.depth:
