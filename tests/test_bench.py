@@ -1,4 +1,4 @@
-"""Oracle: PyTorch results (agreement check) and the JSON schema."""
+"""Oracle: PyTorch and pytorch-msssim results (agreement check) and the JSON schema."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from convgrad.cli.bench import peers, report, runner, workloads
+from convgrad.cli.bench import networks, peers, report, runner, workloads
 from convgrad.cli.bench.workloads import PASSES, TINY_ENV, WORKLOADS
 
 
@@ -23,7 +23,7 @@ def _workload(wid: str) -> workloads.Workload:
 def test_workload_output_shapes_match_torch():
     torch = pytest.importorskip("torch")
     for w in WORKLOADS:
-        if w.op == "ms_ssim":
+        if not w.is_conv:
             continue
         x = torch.empty(w.x_shape, device="meta")
         wt = torch.empty(w.w_shape, device="meta")
@@ -157,7 +157,8 @@ def test_bench_quick_w2_against_torch(monkeypatch, tmp_path, capsys):
     assert data["agreement"] is True and data["agreement_checked"] == len(PASSES)
     assert data["failures"] == [] and data["tolerance"] == runner.TOLERANCE
     assert data["quick"] is True and data["runs"] == 3
-    assert data["implementations"] == ["convgrad", "torch"]
+    # torch brings its channels_last twin along; it runs the network workloads only
+    assert data["implementations"] == ["convgrad", "torch", "torch_cl"]
     env = data["environment"]
     for k in ("numpy", "torch", "convgrad"):
         assert env["versions"][k]
@@ -177,6 +178,7 @@ def test_bench_quick_w2_against_torch(monkeypatch, tmp_path, capsys):
             assert p["median_ms"][impl] > 0
         assert p["ratio"]["torch"] > 0
         assert p["agree"] is True and p["reference"] == "torch"
+        assert "torch_cl" not in p["times_ms"] and "network" in p["skipped"]["torch_cl"]
         errs = p["checks"]["torch"]["max_rel_err"]
         assert errs and all(e is not None and e <= runner.TOLERANCE for e in errs.values())
         assert "conv_forward" in p["algorithms"] and p["algorithms"]["conv_forward"]
@@ -193,6 +195,212 @@ def test_bench_quick_w2_against_torch(monkeypatch, tmp_path, capsys):
     assert "conv_input_grad" not in calls["fwd+bwd_weight"]
     assert calls["fwd+bwd"]["conv_input_grad"] == 1 == calls["fwd+bwd"]["conv_weight_grad"]
     assert set(data["gflops_vs_matmul"]["W2"]) == {"convgrad", "torch"}
+    if png is not None:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ----------------------------------------------------------------------------- N1, N2, S1
+
+
+def test_network_and_seed_workloads_in_the_default_set():
+    ids = [w.id for w in workloads.select(None)]
+    assert {"N1", "N2", "S1"} <= set(ids)
+    assert [w.id for w in workloads.select("s1,n2,N1")] == ["S1", "N2", "N1"]
+    n1, n2, s1 = _workload("N1"), _workload("N2"), _workload("S1")
+    assert n1.passes == n2.passes == ("step",) and s1.passes == ("fwd", "fwd+bwd")
+    assert n1.x_shape == (16, 3, 64, 64) and n2.x_shape == (8, 1, 96, 96)
+    assert s1.x_shape == (1, 3, 600, 900)
+    # quick: a quarter of the batch; S1 (batch 1) halves its sides instead
+    assert n1.shrunk(True, False).x_shape == (4, 3, 64, 64)
+    assert n2.shrunk(True, False).x_shape == (2, 1, 96, 96)
+    assert s1.shrunk(True, False).x_shape == (1, 3, 300, 450)
+    # tiny: batch 1 and small images that the operation still accepts
+    assert n1.shrunk(False, True).x_shape == (1, 3, 16, 16)
+    assert n2.shrunk(True, True).x_shape == (1, 1, 96, 96)  # 5-scale MS-SSIM needs > 64
+    assert s1.shrunk(True, True).x_shape == (1, 3, 150, 225)
+    assert n1.shape_text() == "x (16, 3, 64, 64), 10 classes"
+
+
+def test_n2_is_the_demos_autoencoder_and_loss():
+    from convgrad.cli.demo import training
+
+    n2 = _workload("N2")
+    assert n2.kwargs["win_size"] == training.WIN_SIZE
+    assert n2.kwargs["lr"] == training.LEARNING_RATE
+    assert n2.kwargs["channels"] == training.CHANNELS
+    assert n2.kwargs["noise_sigma"] == training.NOISE_SIGMA
+    assert (1, *n2.x_shape[1:]) == (1, 1, training.CROP, training.CROP)
+    assert n2.x_shape[0] == training.BATCH
+
+
+def test_s1_inputs_are_complementary_images():
+    inp = workloads.make_inputs(_workload("S1").shrunk(False, True))
+    assert inp.x.dtype == inp.y_target.dtype == np.float32
+    assert 0 <= inp.y_target.min() and inp.y_target.max() < 1
+    np.testing.assert_allclose(inp.x, 1 - inp.y_target, atol=1e-7)
+
+
+def test_no_jax_or_mlx_training_step_peer():
+    for impl in (peers.JaxImpl(), peers.MlxImpl()):
+        for wid in ("N1", "N2"):
+            assert "training-step" in impl.unsupported(_workload(wid), "step")
+        assert "SSIM" in impl.unsupported(_workload("S1"), "fwd")
+    assert "network" in peers.TorchChannelsLastImpl().unsupported(_workload("S1"), "fwd")
+
+
+def _torch_peers() -> list:
+    return [peers.ConvgradImpl(), peers.TorchImpl(), peers.TorchChannelsLastImpl()]
+
+
+@pytest.mark.parametrize("wid", ["N1", "N2"])
+def test_network_step_agrees_with_torch_both_layouts(wid):
+    pytest.importorskip("torch")
+    if wid == "N2":
+        pytest.importorskip("pytorch_msssim")
+    w = _workload(wid).shrunk(quick=True, tiny=True)
+    inp = workloads.make_inputs(w)
+    r = runner.run_pass(w, "step", _torch_peers(), inp, runs=2)
+    assert r.errors == {} and r.skipped == {}
+    assert r.reference == "torch" and r.agree is True and not r.failed
+    names = networks.param_names(w)
+    assert names[0] == ("features.0.weight" if wid == "N1" else "enc1.weight")
+    for peer in ("torch", "torch_cl"):
+        c = r.checks[peer]
+        assert c["agree"] is True, (peer, c)
+        errs = c["max_rel_err"]
+        assert set(errs) == set(networks.result_keys(w))
+        assert errs["loss"] < 1e-5
+        assert all(errs[f"grad/{n}"] < 1e-3 for n in names), errs
+        # the update is torch's Adam on convgrad's own gradients, to rounding
+        assert all(errs[f"param/{n}"] < 1e-5 for n in names), errs
+        assert c["tolerance"]["grad/" + names[0]] == networks.GRAD_TOLERANCE
+        assert len(r.times[peer]) == 2 and all(t > 0 for t in r.times[peer])
+    assert r.ratio("torch") > 0 and r.ratio("torch_cl") > 0
+    # one weight gradient per model convolution (MS-SSIM's windows are constants)
+    convs = 5 if wid == "N1" else 4
+    assert r.kernel_calls["conv_weight_grad"] == convs
+    assert r.kernel_calls["conv_forward"] >= convs
+
+
+def test_network_step_starts_from_the_shared_weights_and_trains():
+    torch = pytest.importorskip("torch")
+    w = _workload("N1").shrunk(quick=True, tiny=True)
+    inp = workloads.make_inputs(w)
+    # the torch twin with the shared weights computes the same logits' loss as convgrad
+    run_t, to_numpy_t = networks.torch_step(w, inp, channels_last=True)
+    run_c, to_numpy_c = networks.convgrad_step(w, inp)
+    first_t, first_c = to_numpy_t(run_t()), to_numpy_c(run_c())
+    ref = torch.nn.functional.cross_entropy(
+        torch.from_numpy(_torch_logits(inp)), torch.from_numpy(inp.y_target)).item()
+    assert first_t["loss"] == pytest.approx(ref, rel=1e-5)
+    assert first_c["loss"] == pytest.approx(ref, rel=1e-5)
+    # every run is one more step: the loss of the same batch goes down
+    losses = [float(run_c().item()) for _ in range(5)]
+    assert losses[-1] < first_c["loss"]
+
+
+def _torch_logits(inp: workloads.Inputs) -> np.ndarray:
+    """N1's forward written out with torch.nn.functional and the shared weights."""
+    import torch
+    import torch.nn.functional as F
+
+    p = {k: torch.from_numpy(v) for k, v in inp.params.items()}
+    h = torch.from_numpy(inp.x)
+    for i, (_, _, stride) in enumerate(networks.CLASSIFIER_CONVS):
+        h = F.relu(F.conv2d(h, p[f"features.{2 * i}.weight"], p[f"features.{2 * i}.bias"],
+                            stride=stride, padding=1))
+    return F.linear(h.mean((2, 3)), p["fc.weight"], p["fc.bias"]).numpy()
+
+
+class _WrongStep(peers.ConvgradImpl):
+    """convgrad's training step with one reported array scaled by ``factor``."""
+
+    def __init__(self, key: str, factor: float) -> None:
+        self.key, self.factor = key, factor
+
+    def prepare(self, w, pass_, inp):
+        good = super().prepare(w, pass_, inp)
+
+        def to_numpy(r):
+            out = good.to_numpy(r)
+            out[self.key] = out[self.key] * np.float32(self.factor)
+            return out
+
+        return peers.Prepared(good, to_numpy)
+
+
+@pytest.mark.parametrize("key, factor, bad", [
+    ("loss", 1.01, {"loss"}),
+    # Adam's update does not change when a gradient is scaled, so only the gradient fails
+    ("grad/features.4.weight", 1.05, {"grad/features.4.weight"}),
+    # a gradient of the wrong sign: the update convgrad made no longer follows from it
+    ("grad/fc.bias", -1.0, {"grad/fc.bias", "param/fc.bias"}),
+    ("param/features.0.weight", 1.01, {"param/features.0.weight"}),
+])
+def test_network_step_check_catches_a_wrong_result(key, factor, bad):
+    pytest.importorskip("torch")
+    w = _workload("N1").shrunk(quick=True, tiny=True)
+    inp = workloads.make_inputs(w)
+    r = runner.run_pass(w, "step", [_WrongStep(key, factor), peers.TorchImpl()], inp, runs=1)
+    assert r.agree is False and r.failed
+    errs, tols = r.checks["torch"]["max_rel_err"], r.checks["torch"]["tolerance"]
+    assert {k for k, e in errs.items() if not e <= tols[k]} == bad
+    fails, _ = report.mismatch_lines([r])
+    assert len(fails) == 1 and all(k in fails[0] for k in bad) and "tolerance" in fails[0]
+
+
+def test_s1_agrees_with_pytorch_msssim():
+    pytest.importorskip("torch")
+    pytest.importorskip("pytorch_msssim")
+    w = _workload("S1").shrunk(quick=True, tiny=True)
+    inp = workloads.make_inputs(w)
+    for p in w.passes:
+        r = runner.run_pass(w, p, [peers.ConvgradImpl(), peers.TorchImpl()], inp, runs=1)
+        assert r.agree is True and r.errors == {}
+        errs = r.checks["torch"]["max_rel_err"]
+        assert set(errs) == ({"y", "x"} if p == "fwd+bwd" else {"y"})
+        assert all(e < 1e-4 for e in errs.values()), errs
+
+
+def test_bench_networks_and_seed_end_to_end(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("torch")
+    pytest.importorskip("pytorch_msssim")
+    from convgrad.cli import main
+
+    monkeypatch.setenv(TINY_ENV, "1")
+    out, png = tmp_path / "bench.json", tmp_path / "bench.png"
+    argv = ["bench", "--quick", "--only", "N1,N2,S1", "--against", "torch,jax",
+            "--json", str(out)]
+    try:
+        import matplotlib  # noqa: F401
+
+        argv += ["--plot", str(png)]
+    except ImportError:
+        png = None
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    rows = [ln.split() for ln in text.splitlines() if ln[:3] in ("N1 ", "N2 ", "S1 ")]
+    assert [r[:2] for r in rows] == [["N1", "step"], ["N2", "step"], ["S1", "fwd"],
+                                     ["S1", "fwd+bwd"]]
+    assert all("ok" in r for r in rows), rows
+    assert "cg/torch_cl" in text
+
+    data = json.loads(out.read_text())
+    assert data["agreement"] is True and data["failures"] == []
+    assert data["agreement_checked"] == 4
+    by_id = {wl["id"]: wl for wl in data["workloads"]}
+    assert list(by_id) == ["N1", "N2", "S1"]
+    for wid in ("N1", "N2"):
+        step = by_id[wid]["passes"]["step"]
+        assert set(step["ratio"]) == {"torch", "torch_cl"}
+        assert all(v > 0 for v in step["ratio"].values())
+        assert "training-step" in step["skipped"]["jax"]
+        assert step["checks"]["torch_cl"]["agree"] is True
+        assert step["checks"]["torch"]["measure"]["loss"] == "relative max-norm"
+        assert by_id[wid]["fwd_flops"] is None
+    s1 = by_id["S1"]["passes"]
+    assert set(s1) == {"fwd", "fwd+bwd"} and set(s1["fwd+bwd"]["ratio"]) == {"torch"}
+    assert s1["fwd+bwd"]["agree"] is True
     if png is not None:
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

@@ -16,7 +16,15 @@ from typing import Any
 import numpy as np
 
 from . import grad_mode
-from .function import FREED_MESSAGE, Context, _float_array, _wrap, tensor_type
+from .function import (
+    FREED_MESSAGE,
+    Context,
+    _check_current,
+    _float_array,
+    _registered,
+    _wrap,
+    tensor_type,
+)
 
 __all__ = ["backward", "grad"]
 
@@ -79,6 +87,8 @@ def _seed(who: str, tensors: Any, grads: Any) -> tuple[list[Tensor], list[Tensor
         if not t.requires_grad:
             raise RuntimeError(f"{who}: element {i} of the outputs does not require grad "
                                "and does not have a grad_fn")
+        if _registered.modified:
+            _check_current(who, (t,))
         if g is None:
             if t.data.size != 1:
                 raise RuntimeError(f"{who}: grad can be implicitly created only for outputs "
@@ -93,8 +103,13 @@ def _seed(who: str, tensors: Any, grads: Any) -> tuple[list[Tensor], list[Tensor
     return tensors, seeds
 
 
-def _topological_order(roots: list[Tensor]) -> list[tuple[Context, Tensor]]:
-    """(node, its output Tensor) for every node reachable from roots, consumers first."""
+def _topological_order(roots: list[Tensor]) -> list[tuple[Context, Tensor | None]]:
+    """(node, its output Tensor) for every node reachable from roots, consumers first.
+
+    Nodes link through ``edges``, the inputs' nodes when recorded.  An input given a new
+    history by an in-place operation since is no longer its old node's output: the pair
+    then holds None (its rule can read no output: a changed one fails the version check).
+    """
     order: list[tuple[Context, Tensor]] = []
     seen: set[Context] = set()
     stack = [(t.grad_fn, t, False) for t in roots if t.grad_fn is not None]
@@ -109,9 +124,9 @@ def _topological_order(roots: list[Tensor]) -> list[tuple[Context, Tensor]]:
             raise RuntimeError(FREED_MESSAGE)
         seen.add(node)
         stack.append((node, out, True))
-        for inp, need in zip(node.inputs, node.needs_input_grad):
-            if need and inp.grad_fn is not None and inp.grad_fn not in seen:
-                stack.append((inp.grad_fn, inp, False))
+        for inp, edge, need in zip(node.inputs, node.edges, node.needs_input_grad):
+            if need and edge is not None and edge not in seen:
+                stack.append((edge, inp if inp.grad_fn is edge else None, False))
     order.reverse()
     return order
 
@@ -138,16 +153,18 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
     try:
         for node, out in order:
             g = pending.pop(node, None)
-            if targets is not None and g is not None and id(out) in targets:
+            if targets is not None and g is not None and out is not None and id(out) in targets:
                 targets[id(out)] = add(targets[id(out)], g)  # a non-leaf target
             needs = node.needs_input_grad
             if wanted is not None:
                 if node not in wanted:
                     continue
-                needs = tuple([n and (id(i) in targets or i.grad_fn in wanted)
-                               for i, n in zip(node.inputs, needs)])
+                needs = tuple([n and (id(i) in targets or e in wanted)
+                               for i, e, n in zip(node.inputs, node.edges, needs)])
             if g is None:
                 continue
+            if _registered.modified:
+                node.check_versions()
             grads = _call_rule(node, out, g, needs)
             for i, inp in enumerate(node.inputs):
                 gi = grads[i]
@@ -156,7 +173,7 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
                 if type(gi) is not tensor_type() or gi.data.shape != inp.data.shape or (
                         gi.data.dtype != inp.data.dtype):  # else the common case: all fine
                     gi = _check_grad(node, i, inp, gi)
-                parent = inp.grad_fn
+                parent = node.edges[i]
                 if parent is None:
                     _deliver(inp, gi, targets, create_graph)
                 elif parent in pending:
@@ -189,8 +206,8 @@ def _nodes_leading_to(targets: dict[int, Any], order: list[tuple[Context, Tensor
     """The nodes from which some target tensor is reachable (walking towards the inputs)."""
     wanted: set[Context] = set()
     for node, _ in reversed(order):  # inputs before consumers
-        for inp, need in zip(node.inputs, node.needs_input_grad):
-            if need and (id(inp) in targets or inp.grad_fn in wanted):
+        for inp, edge, need in zip(node.inputs, node.edges, node.needs_input_grad):
+            if need and (id(inp) in targets or edge in wanted):
                 wanted.add(node)
                 break
     return wanted

@@ -112,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the benchmark workloads for convgrad and each "
                        "installed peer, side by side.")
     p.add_argument("--quick", action="store_true", help="fewer runs and smaller shapes")
-    p.add_argument("--against", default="torch,jax,mlx", help="peers, comma separated")
+    p.add_argument("--against", default="torch,jax,mlx",
+                   help="peers, comma separated (torch, torch_cl, jax, mlx; torch brings "
+                   "torch_cl, its channels_last twin for N1 and N2, along)")
     p.add_argument("--json", default=None, help="write results as JSON to this file")
     p.add_argument("--plot", default=None, help="write a PNG chart of the ratios to this file")
     p.add_argument("--only", default=None,

@@ -83,7 +83,7 @@ def convolve(x: Any, weight: Any, bias: Any, args: ConvArgs, fn: str) -> Tensor:
         if args.mode_pads is not None:
             flat = tuple(v for lo_hi in reversed(args.mode_pads) for v in lo_hi)  # last dim 1st
             # an empty batch (or C_in = 0) reads no value: zeros, which any size allows
-            x = _pad(x, flat, mode=args.padding_mode if x.size else "constant")
+            x = _pad(x, flat, mode=args.padding_mode if x.numel() else "constant")
         y = Conv.apply(x, weight, bias, spec=args.spec, y_shape=y_shape)
     return y.reshape(*y.shape[1:]) if unbatched else y
 

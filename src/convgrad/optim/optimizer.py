@@ -8,7 +8,9 @@ multiply-add (``add(..., alpha=)``, ``lerp``, ``addcmul``), :func:`_fma` rounds 
 too (exactly, for float32, through float64).  On an AVX2/AVX512 machine SGD then
 agrees with torch bit for bit in float32; Adam and RMSprop within an ulp or so (torch's
 float32 ``sqrt`` on CPU is not correctly rounded).  Parameters are updated in place
-(``p.data``), so modules, graphs and state dicts keep referring to the same arrays.
+(``p.data``), so modules, graphs and state dicts keep referring to the same arrays; each
+step counts one version of every parameter it updates, so a graph recorded before the
+step refuses to backward through a saved parameter (as torch's in-place updates do).
 
 ``state_dict()`` has torch's layout: ``{"state": {index: {...}}, "param_groups": [{...,
 "params": [indices]}]}``, parameters numbered in group order; ``load_state_dict`` copies
@@ -28,6 +30,7 @@ import numpy as np
 
 from ..autograd import enable_grad
 from ..tensor import Tensor
+from ..tensor.version import bump as _bump_version
 
 __all__ = ["Optimizer"]
 
@@ -126,6 +129,7 @@ class Optimizer:
                 if g.get("maximize", False):
                     grad = -grad
                 self._update(p.data, grad, self.state.setdefault(p, {}), g)
+                _bump_version(p.data)  # as torch: a graph that saved p now refuses backward
         return loss
 
     def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:

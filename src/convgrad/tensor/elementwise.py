@@ -3,7 +3,8 @@
 Each ``backward`` is written with Tensor operations, so it is itself differentiable.  A
 rule that depends on the output uses ``ctx.output`` (the output Tensor, recorded), so its
 own derivative flows back through this node.  Masks and signs (constant almost
-everywhere) are plain ndarrays.
+everywhere) are plain ndarrays.  ``reads`` declares the values each rule reads (see
+:class:`convgrad.autograd.Function`), the same ones torch saves.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Context, Function
+from ..autograd import OUTPUT, Context, Function
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 _CONSTANT = (np.ndarray, np.generic, int, float)  # a non-Tensor operand
@@ -30,6 +31,8 @@ def _zero_where(mask: Any, value: Tensor) -> Tensor:
 
 
 class Add(Function):
+    reads = ()
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         return a + b
@@ -44,6 +47,8 @@ class Add(Function):
 
 
 class Sub(Function):
+    reads = ()
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         return a - b
@@ -58,6 +63,8 @@ class Sub(Function):
 
 
 class Mul(Function):
+    reads = {0: (1,), 1: (0,)}
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         return a * b
@@ -72,6 +79,8 @@ class Mul(Function):
 
 
 class Div(Function):
+    reads = {0: (1,), 1: (0, 1)}
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         return a / b
@@ -86,6 +95,8 @@ class Div(Function):
 
 
 class Neg(Function):
+    reads = ()
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         return -x
@@ -97,6 +108,8 @@ class Neg(Function):
 
 
 class Pow(Function):
+    reads = {0: (0, 1), 1: (0, 1, OUTPUT)}
+
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
         return np.power(a, b)
@@ -127,6 +140,8 @@ class Pow(Function):
 
 
 class Exp(Function):
+    reads = (OUTPUT,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         return np.exp(x)
@@ -138,6 +153,8 @@ class Exp(Function):
 
 
 class Log(Function):
+    reads = (0,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         return np.log(x)
@@ -149,6 +166,8 @@ class Log(Function):
 
 
 class Sqrt(Function):
+    reads = (OUTPUT,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         return np.sqrt(x)
@@ -160,6 +179,8 @@ class Sqrt(Function):
 
 
 class Abs(Function):
+    reads = (0,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         return np.abs(x)
@@ -171,6 +192,8 @@ class Abs(Function):
 
 
 class Clip(Function):
+    reads = (0,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, lo: Any, hi: Any) -> np.ndarray:
         ctx.lo, ctx.hi = lo, hi
@@ -189,17 +212,21 @@ class Clip(Function):
 
 
 class ReLU(Function):
+    reads = (OUTPUT,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         return np.maximum(x, 0)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
-        # d max(x, 0)/dx = 1 where x > 0, else 0
-        return Where.apply(ctx.inputs[0].data > 0, grad, 0.0)
+        # d max(x, 0)/dx = 1 where x > 0 (where the output is > 0), else 0
+        return Where.apply(ctx.output.data > 0, grad, 0.0)
 
 
 class LeakyReLU(Function):
+    reads = (0,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, slope: float) -> np.ndarray:
         ctx.slope = slope
@@ -213,6 +240,8 @@ class LeakyReLU(Function):
 
 
 class Sigmoid(Function):
+    reads = (OUTPUT,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         from scipy.special import expit  # loaded on first use, not with convgrad
@@ -227,6 +256,8 @@ class Sigmoid(Function):
 
 
 class Tanh(Function):
+    reads = (OUTPUT,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         return np.tanh(x)
@@ -239,6 +270,8 @@ class Tanh(Function):
 
 
 class Where(Function):
+    reads = {1: (0,), 2: (0,)}
+
     @staticmethod
     def forward(ctx: Context, cond: np.ndarray, a: Any, b: Any) -> np.ndarray:
         return np.where(cond, a, b)
@@ -254,6 +287,8 @@ class Where(Function):
 
 
 class Cast(Function):
+    reads = ()
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return x.astype(dtype)
@@ -262,3 +297,57 @@ class Cast(Function):
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         # a cast is the identity on values: cast the gradient back
         return grad.astype(ctx.inputs[0].dtype)
+
+
+class Clone(Function):
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return x.copy()
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # a copy is the identity on values
+        return grad
+
+
+class Assign(Function):
+    """``value`` broadcast to ``old``'s shape and cast to its dtype: the new values of an
+    in-place ``fill_``/``copy_``/``zero_`` (``old`` is the overwritten tensor)."""
+
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, old: np.ndarray, value: Any) -> np.ndarray:
+        return np.array(np.broadcast_to(value, old.shape), dtype=old.dtype)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> tuple:
+        old, value = ctx.inputs
+        need_old, need_value = ctx.needs_input_grad
+        # d/d old = 0 (overwritten); d/d value = 1, summed over the positions it was copied to
+        return (type(grad)._wrap(np.zeros_like(grad.data)) if need_old else None,
+                grad.sum_to_size(np.shape(value)) if need_value else None)
+
+
+class IndexPut(Function):
+    """``old`` with ``value`` written at ``index`` (``t[index] = value``, recorded)."""
+
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, old: np.ndarray, value: Any, index: tuple) -> np.ndarray:
+        ctx.index = index
+        out = old.copy()
+        out[index] = value
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> tuple:
+        old, value = ctx.inputs
+        need_old, need_value = ctx.needs_input_grad
+        # d/d old = 1 outside index, 0 inside (overwritten); d/d value = the gradient at index,
+        # summed over the positions value was broadcast to
+        return (IndexPut.apply(grad, 0.0, index=ctx.index) if need_old else None,
+                grad[ctx.index].sum_to_size(value.shape) if need_value else None)

@@ -27,7 +27,7 @@ def mean(x: Any, dim: Any = None, keepdim: bool | None = None, **aliases: Any) -
 
 
 def max(x: Any, dim: Any = None, keepdim: bool | None = None, **aliases: Any) -> Tensor:
-    """Values only; see :meth:`Tensor.max` for how ties share the gradient."""
+    """The max, or along an int ``dim`` ``(values, indices)``; see :meth:`Tensor.max`."""
     return as_tensor(x).max(dim, keepdim, **aliases)
 
 

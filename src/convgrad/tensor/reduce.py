@@ -1,6 +1,8 @@
 """Differentiable reductions: sum, max/min, softmax, log-softmax.
 
-Each ``backward`` is written with Tensor operations, so it is itself differentiable.
+Each ``backward`` is written with Tensor operations, so it is itself differentiable;
+``reads`` says which values it reads (see :class:`convgrad.autograd.Function`).
+(``max(dim)`` with its indices is a ``TakeAlongDim`` of the argmax, in ``shape``.)
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Context, Function
+from ..autograd import OUTPUT, Context, Function
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
@@ -20,6 +22,8 @@ def _keep_shape(shape: tuple, dims: tuple | None) -> tuple:
 
 
 class Sum(Function):
+    reads = ()
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, dims: tuple | None, keepdim: bool) -> np.ndarray:
         ctx.dims = dims
@@ -33,22 +37,16 @@ class Sum(Function):
 
 
 class Extremum(Function):
-    """max (``largest``) or min over ``dims``.
+    """max (``largest``) or min over ``dims`` (all if None); ties share the gradient evenly
+    (as ``torch.max(x)`` and ``torch.amax``)."""
 
-    ``single``: pick one index per slice (the first extreme, as ``torch.max(x, dim)``);
-    otherwise ties share the gradient evenly (as ``torch.max(x)`` and ``torch.amax``).
-    """
+    reads = (0, OUTPUT)
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray, dims: tuple | None, keepdim: bool, single: bool,
+    def forward(ctx: Context, x: np.ndarray, dims: tuple | None, keepdim: bool,
                 largest: bool) -> np.ndarray:
-        ctx.dims, ctx.single = dims, single
-        if single:
-            (d,) = dims
-            ctx.index = (np.argmax if largest else np.argmin)(x, axis=d, keepdims=True)
-            out = np.take_along_axis(x, ctx.index, axis=d)
-        else:
-            out = (np.max if largest else np.min)(x, axis=dims, keepdims=True)
+        ctx.dims = dims
+        out = (np.max if largest else np.min)(x, axis=dims, keepdims=True)
         if keepdim:
             return out
         return out.reshape([n for d, n in enumerate(x.shape) if dims is not None and d not in dims])
@@ -57,17 +55,15 @@ class Extremum(Function):
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         x = ctx.inputs[0].data
         keep = _keep_shape(x.shape, ctx.dims)
-        if ctx.single:
-            weight = np.zeros_like(x)
-            np.put_along_axis(weight, ctx.index, 1.0, axis=ctx.dims[0])
-        else:
-            hit = x == ctx.output.data.reshape(keep)
-            weight = (hit / hit.sum(axis=ctx.dims, keepdims=True)).astype(x.dtype)
-        # d max(x)/dx_i = 1 for the selected element (1/k each for k ties), 0 elsewhere
+        hit = x == ctx.output.data.reshape(keep)
+        weight = (hit / hit.sum(axis=ctx.dims, keepdims=True)).astype(x.dtype)
+        # d max(x)/dx_i = 1/k for each of the k elements equal to the max, 0 elsewhere
         return grad.reshape(keep) * weight
 
 
 class Softmax(Function):
+    reads = (OUTPUT,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, dim: int) -> np.ndarray:
         ctx.dim = dim
@@ -82,6 +78,8 @@ class Softmax(Function):
 
 
 class LogSoftmax(Function):
+    reads = (OUTPUT,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, dim: int) -> np.ndarray:
         ctx.dim = dim

@@ -1,7 +1,9 @@
 """Differentiable shape and indexing operations, and matrix products.
 
 Each ``backward`` is written with Tensor operations, so it is itself differentiable;
-``GetItem`` and ``IndexAdd`` are each other's adjoints, as are ``Sum`` and ``BroadcastTo``.
+``GetItem`` and ``IndexAdd`` are each other's adjoints, as are ``TakeAlongDim`` and
+``PutAlongDim``, and ``Sum`` and ``BroadcastTo``.  ``reads`` says which values a rule
+reads (see :class:`convgrad.autograd.Function`): moving values reads none.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
 
 class Reshape(Function):
+    reads = ()
+    view = True
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, shape: tuple) -> np.ndarray:
         return x.reshape(shape)
@@ -27,6 +32,9 @@ class Reshape(Function):
 
 
 class Permute(Function):
+    reads = ()
+    view = True
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, perm: tuple) -> np.ndarray:
         ctx.perm = perm
@@ -39,6 +47,9 @@ class Permute(Function):
 
 
 class BroadcastTo(Function):
+    reads = ()
+    view = True
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, shape: tuple) -> np.ndarray:
         return np.broadcast_to(x, shape)
@@ -56,6 +67,9 @@ def _is_basic(index: tuple) -> bool:
 
 
 class GetItem(Function):
+    reads = ()
+    view = True
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, index: tuple) -> np.ndarray:
         ctx.index = index
@@ -69,6 +83,8 @@ class GetItem(Function):
 
 class IndexAdd(Function):
     """``zeros(shape)`` with ``g`` added at ``index`` (repeats accumulate): GetItem's adjoint."""
+
+    reads = ()
 
     @staticmethod
     def forward(ctx: Context, g: np.ndarray, index: tuple, shape: tuple) -> np.ndarray:
@@ -86,7 +102,45 @@ class IndexAdd(Function):
         return GetItem.apply(grad, index=ctx.index)
 
 
+class TakeAlongDim(Function):
+    """``x``'s values at ``index`` along ``dim`` (one index per slice: ``index`` has length
+    1 along ``dim``, as ``argmax(dim, keepdims=True)`` gives)."""
+
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
+        ctx.index, ctx.dim = index, dim
+        return np.take_along_axis(x, index, axis=dim)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # y = x[.., index, ..] picks one element per slice: it alone gets the slice's gradient
+        return PutAlongDim.apply(grad, index=ctx.index, dim=ctx.dim, shape=ctx.inputs[0].shape)
+
+
+class PutAlongDim(Function):
+    """``zeros(shape)`` with ``g`` put at ``index`` along ``dim``: TakeAlongDim's adjoint."""
+
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, g: np.ndarray, index: np.ndarray, dim: int,
+                shape: tuple) -> np.ndarray:
+        ctx.index, ctx.dim = index, dim
+        out = np.zeros(shape, g.dtype)
+        np.put_along_axis(out, index, g, axis=dim)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # out is linear in g, zero elsewhere: dg = dout at index
+        return TakeAlongDim.apply(grad, index=ctx.index, dim=ctx.dim)
+
+
 class Concatenate(Function):
+    reads = ()
+
     @staticmethod
     def forward(ctx: Context, *parts: np.ndarray, dim: int) -> np.ndarray:
         ctx.dim = dim
@@ -109,6 +163,8 @@ def _transposed(x: Tensor | np.ndarray) -> Tensor | np.ndarray:
 
 
 class MatMul(Function):
+    reads = {0: (1,), 1: (0,)}
+
     @staticmethod
     def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.matmul(a, b)

@@ -1,7 +1,12 @@
-"""``Tensor``: a float32/float64 ndarray that records the operations applied to it.
+"""``Tensor``: an ndarray that records the operations applied to it.
 
-Operators and methods only normalise their arguments and call one ``Function`` from
-``elementwise``, ``reduce`` or ``shape``; the gradient rules live there.
+float32 and float64 tensors are differentiable; int32, int64 and bool tensors (indices,
+masks, labels) are not.  Operators and methods only normalise their arguments and call one
+``Function`` from ``elementwise``, ``reduce`` or ``shape``; the gradient rules live there.
+Between dtype kinds, binary operations promote as torch does (bool < integer < float: an
+integer tensor times a float tensor has the float tensor's dtype, times a Python float
+is float32); within a kind, as NumPy does (float32 with float64 gives float64).
+In-place operations live in ``inplace``.
 """
 
 from __future__ import annotations
@@ -15,8 +20,12 @@ from .. import autograd as _autograd
 from .. import random as _random
 from ..autograd import register_tensor_type
 from . import elementwise as _ew
+from . import inplace as _inplace
 from . import reduce as _red
+from . import return_types as _rt
 from . import shape as _sh
+from . import version as _versions
+from .inplace import InPlaceMixin
 
 __all__ = [
     "Tensor",
@@ -33,10 +42,15 @@ __all__ = [
 ]
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_DTYPES = _FLOATS + (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_))
+_KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion order: bool < int < float
+_DEFAULT = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32))  # per rank
+NOT_FLOAT_MESSAGE = "only Tensors of floating point dtype can require gradients"
 
 
 # ----------------------------------------------------------------------------- coercion
 def _check_dtype(who: str, dtype: Any) -> np.dtype:
+    """A differentiable dtype: float32 or float64."""
     try:
         dt = np.dtype(dtype)
     except TypeError:
@@ -46,10 +60,26 @@ def _check_dtype(who: str, dtype: Any) -> np.dtype:
     return dt
 
 
-def _float_data(who: str, data: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-    """data as a float ndarray: float32/float64 arrays keep their dtype, all else float32."""
+def _tensor_dtype(who: str, dtype: Any) -> np.dtype:
+    """Any dtype a Tensor holds: float32, float64, int32, int64 or bool."""
+    if isinstance(dtype, Tensor):
+        raise TypeError(f"{who}: dtype must be a dtype, got a Tensor")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in _DTYPES:
+        raise TypeError(f"{who}: dtype={dtype!r} is not supported; expected float32, float64, "
+                        "int32, int64 or bool")
+    return dt
+
+
+def _array_data(who: str, data: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+    """data as a Tensor's ndarray: ``dtype`` if given; else a Tensor's or a float32/float64
+    array's own dtype; else (lists, numbers, integer and bool arrays) float32."""
+    own = None
     if isinstance(data, Tensor):
-        data = data.data
+        data, own = data.data, data.data.dtype
     try:
         arr = np.asarray(data)
     except (ValueError, TypeError) as e:
@@ -58,7 +88,9 @@ def _float_data(who: str, data: Any, dtype: Any = None, copy: bool | None = None
         raise TypeError(f"{who}: data of dtype {arr.dtype} is not supported; "
                         "expected real numbers (bool, int or float)")
     if dtype is not None:
-        dt = _check_dtype(who, dtype)
+        dt = _tensor_dtype(who, dtype)
+    elif own is not None:
+        dt = own
     elif isinstance(data, np.ndarray | np.generic) and arr.dtype in _FLOATS:
         dt = arr.dtype
     else:
@@ -67,7 +99,8 @@ def _float_data(who: str, data: Any, dtype: Any = None, copy: bool | None = None
 
 
 def _operand(x: Any) -> Any:
-    """The other operand of a binary op: a Tensor, a weak Python scalar or a float ndarray."""
+    """An operand of a binary op: a Tensor, a weak Python scalar or an ndarray of a Tensor
+    dtype (other integers become int64, other floats float32)."""
     if isinstance(x, Tensor):
         return x
     if isinstance(x, bool | int | float):
@@ -76,7 +109,61 @@ def _operand(x: Any) -> Any:
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"unsupported operand {x!r} of type {type(x).__name__}; "
                         "expected a Tensor, an ndarray or a real number")
-    return arr if arr.dtype in _FLOATS else arr.astype(np.float32)
+    if arr.dtype in _DTYPES:
+        return arr
+    return arr.astype(np.float32 if arr.dtype.kind == "f" else np.int64)
+
+
+def _promote(operands: Sequence[Any], true_div: bool = False) -> list:
+    """The operands of one op cast as torch promotes across kinds (bool < int < float).
+
+    Within the highest kind present NumPy decides (float32 with float64 gives float64);
+    tensors and arrays of a lower kind are cast to the result dtype: the highest-kind
+    tensors' dtype, or the default (float32, int64) when only a Python scalar has that
+    kind.  ``true_div``: division of integers gives float32, as torch.
+    """
+    ranks = [_KIND_RANK[x.dtype.kind] if isinstance(x, Tensor | np.ndarray)
+             else 0 if isinstance(x, bool) else 1 if isinstance(x, int) else 2
+             for x in operands]
+    top = max(ranks)
+    if true_div and top < 2:
+        top, target = 2, _DEFAULT[2]
+    else:
+        tops = [x.dtype for x, r in zip(operands, ranks)
+                if r == top and isinstance(x, Tensor | np.ndarray)]
+        target = np.result_type(*tops) if tops else _DEFAULT[top]
+    out = []
+    for x, r in zip(operands, ranks):
+        if r < top and isinstance(x, Tensor):  # not differentiable: a constant cast
+            x = Tensor._wrap(x.data.astype(target))
+        elif r < top and isinstance(x, np.ndarray):
+            x = x.astype(target)
+        out.append(x)
+    return out
+
+
+def _pair(t: Tensor, other: Any, true_div: bool = False) -> tuple:
+    """(t, other) ready for a binary op (the common float case passes straight through)."""
+    if t.data.dtype.kind == "f" and (type(other) in _SCALARS or (
+            isinstance(other, Tensor) and other.data.dtype.kind == "f")):
+        return t, other
+    o = _operand(other)
+    if t.data.dtype.kind == "f" and (type(o) in _SCALARS or o.dtype.kind == "f"):
+        return t, o
+    return tuple(_promote((t, o), true_div))
+
+
+_SCALARS = (int, float, bool)
+_FAST = frozenset(_SCALARS)  # + Tensor, added below: operands that need no conversion
+
+
+def _no_bool(who: str, t: Tensor, other: Any, both: bool = False) -> None:
+    """As torch: no subtraction with a bool tensor (``~`` inverts a mask); no bool ** bool."""
+    bools = [isinstance(x, bool) and not both
+             or isinstance(x, Tensor | np.ndarray) and x.dtype == np.bool_ for x in (t, other)]
+    if all(bools) if both else any(bools):
+        raise TypeError(f"{who}: not supported for bool tensors"
+                        + ("" if both else "; to invert a mask use ~ or logical_not()"))
 
 
 def as_tensor(x: Any) -> Tensor:
@@ -147,9 +234,10 @@ def _index(index: Any) -> tuple:
     for i in index if isinstance(index, tuple) else (index,):
         if isinstance(i, Tensor):
             i = i.data
-            if not np.array_equal(i, np.round(i)):
-                raise IndexError(f"a Tensor used as an index must hold integers, got {i}")
-            i = i.astype(np.intp)
+            if i.dtype.kind == "f":
+                if not np.array_equal(i, np.round(i)):
+                    raise IndexError(f"a Tensor used as an index must hold integers, got {i}")
+                i = i.astype(np.intp)
         elif isinstance(i, list):
             i = np.asarray(i)
         if isinstance(i, np.ndarray) and i.dtype == bool and i.ndim > 0:
@@ -160,8 +248,8 @@ def _index(index: Any) -> tuple:
 
 
 # ----------------------------------------------------------------------------- Tensor
-class Tensor:
-    """An n-dimensional float32 or float64 array with reverse-mode autodiff.
+class Tensor(InPlaceMixin):
+    """An n-dimensional array with reverse-mode autodiff (float32 and float64 tensors).
 
     ``data`` is the ndarray, ``grad`` the accumulated gradient (a Tensor) of a leaf,
     ``grad_fn`` the graph node that produced it (None for leaves).
@@ -172,10 +260,12 @@ class Tensor:
     __hash__ = object.__hash__  # tensors are dict keys; == is elementwise
 
     def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
-        self.data = _float_data("Tensor", data, dtype)
+        self.data = _array_data("Tensor", data, dtype)
         self.grad: Tensor | None = None
         self.grad_fn = None
-        self._requires_grad = bool(requires_grad)
+        self._requires_grad = False
+        if requires_grad:
+            self.requires_grad = True
 
     @staticmethod
     def _wrap(data: np.ndarray, grad_fn: Any = None) -> Tensor:
@@ -196,7 +286,11 @@ class Tensor:
                 raise RuntimeError("requires_grad can only be changed on leaf tensors; use "
                                    "detach() for a copy outside the graph")
             return
+        if flag and self.data.dtype.kind != "f":
+            raise RuntimeError(NOT_FLOAT_MESSAGE)
         self._requires_grad = bool(flag)
+        if flag:
+            _versions.own_leaf(self)
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         self.requires_grad = flag
@@ -214,18 +308,33 @@ class Tensor:
     def ndim(self) -> int:
         return self.data.ndim
 
-    @property
-    def size(self) -> int:
+    def size(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """The shape, or the length of dim ``dim`` (as torch; ``numel()`` counts elements)."""
+        if dim is None:
+            return self.data.shape
+        return self.data.shape[_dim("size", dim, self.data.ndim)]
+
+    def numel(self) -> int:
+        """The number of elements."""
         return self.data.size
+
+    def dim(self) -> int:
+        return self.data.ndim
 
     @property
     def dtype(self) -> np.dtype:
         return self.data.dtype
 
+    @property
+    def _version(self) -> int:
+        """How many times this tensor's memory was modified in place (shared with views)."""
+        return _versions.version(self.data)
+
     def numpy(self) -> np.ndarray:
         return self.data
 
-    def item(self) -> float:
+    def item(self) -> Any:
+        """The one element as a Python number (float, int or bool)."""
         if self.data.size != 1:
             raise ValueError(f"item: the tensor has {self.data.size} elements, expected 1")
         return self.data.item()
@@ -234,13 +343,12 @@ class Tensor:
         return self.data.tolist()
 
     def detach(self) -> Tensor:
-        """The same data, outside the graph."""
+        """The same data (memory shared, so its version counter too), outside the graph."""
         return Tensor._wrap(self.data)
 
-    def zero_(self) -> Tensor:
-        """Fill with zeros in place (for gradient buffers; not recorded)."""
-        self.data[...] = 0
-        return self
+    def clone(self) -> Tensor:
+        """A copy with its own memory; differentiable (the gradient passes unchanged)."""
+        return _ew.Clone.apply(self)
 
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False) -> None:
@@ -264,15 +372,38 @@ class Tensor:
         return (self[i] for i in range(len(self)))
 
     def __bool__(self) -> bool:
-        return bool(self.item())
+        if self.data.size != 1:
+            raise ValueError(f"bool: the truth value of a tensor with {self.data.size} elements "
+                             "is ambiguous; use .any() or .all()")
+        return bool(self.data.item())
 
     def __float__(self) -> float:
         return float(self.item())
 
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        """As torch: only one-element integer (or bool) tensors are indices."""
+        if self.data.dtype.kind not in "biu" or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            f"index, got dtype {self.data.dtype} with {self.data.size} elements")
+        return int(self.data.item())
+
+    def __format__(self, spec: str) -> str:
+        """A 0-d tensor formats as its number (as torch); a one-element tensor too, given a
+        format spec (``f"{loss:.4f}"``); anything else with an empty spec as ``str``."""
+        if self.data.ndim == 0 or (spec and self.data.size == 1):
+            return format(self.data.item(), spec)
+        if spec:
+            raise TypeError(f"format: spec {spec!r} needs a one-element tensor, got shape "
+                            f"{self.data.shape}")
+        return str(self)
+
     def __repr__(self) -> str:
         parts = [np.array2string(self.data, separator=", ", prefix="tensor(")]
-        if self.data.dtype == np.float64:
-            parts.append("dtype=float64")
+        if self.data.dtype in (np.float64, np.int32):
+            parts.append(f"dtype={self.data.dtype}")
         if self.grad_fn is not None:
             parts.append(f"grad_fn={self.grad_fn!r}")
         elif self._requires_grad:
@@ -281,40 +412,62 @@ class Tensor:
 
     # -- arithmetic (NumPy broadcasting; Python scalars keep the tensor's dtype)
     def __add__(self, other: Any) -> Tensor:
-        return _ew.Add.apply(self, _operand(other))
+        if type(other) in _FAST and self.data.dtype.kind == "f" and (
+                type(other) is not Tensor or other.data.dtype.kind == "f"):
+            return _ew.Add.apply(self, other)
+        return _ew.Add.apply(*_pair(self, other))
 
     def __radd__(self, other: Any) -> Tensor:
-        return _ew.Add.apply(_operand(other), self)
+        a, b = _pair(self, other)
+        return _ew.Add.apply(b, a)
 
     def __sub__(self, other: Any) -> Tensor:
-        return _ew.Sub.apply(self, _operand(other))
+        if type(other) in _FAST and self.data.dtype.kind == "f" and type(other) is not bool and (
+                type(other) is not Tensor or other.data.dtype.kind == "f"):
+            return _ew.Sub.apply(self, other)
+        _no_bool("subtract", self, other)
+        return _ew.Sub.apply(*_pair(self, other))
 
     def __rsub__(self, other: Any) -> Tensor:
-        return _ew.Sub.apply(_operand(other), self)
+        _no_bool("subtract", self, other)
+        a, b = _pair(self, other)
+        return _ew.Sub.apply(b, a)
 
     def __mul__(self, other: Any) -> Tensor:
-        return _ew.Mul.apply(self, _operand(other))
+        if type(other) in _FAST and self.data.dtype.kind == "f" and (
+                type(other) is not Tensor or other.data.dtype.kind == "f"):
+            return _ew.Mul.apply(self, other)
+        return _ew.Mul.apply(*_pair(self, other))
 
     def __rmul__(self, other: Any) -> Tensor:
-        return _ew.Mul.apply(_operand(other), self)
+        a, b = _pair(self, other)
+        return _ew.Mul.apply(b, a)
 
     def __truediv__(self, other: Any) -> Tensor:
-        return _ew.Div.apply(self, _operand(other))
+        if type(other) in _FAST and self.data.dtype.kind == "f" and (
+                type(other) is not Tensor or other.data.dtype.kind == "f"):
+            return _ew.Div.apply(self, other)
+        return _ew.Div.apply(*_pair(self, other, True))
 
     def __rtruediv__(self, other: Any) -> Tensor:
-        return _ew.Div.apply(_operand(other), self)
+        a, b = _pair(self, other, True)
+        return _ew.Div.apply(b, a)
 
     def __pow__(self, other: Any) -> Tensor:
-        return _ew.Pow.apply(self, _operand(other))
+        _no_bool("pow", self, other, both=True)
+        return _ew.Pow.apply(*_pair(self, other))
 
     def __rpow__(self, other: Any) -> Tensor:
-        return _ew.Pow.apply(_operand(other), self)
+        _no_bool("pow", self, other, both=True)
+        a, b = _pair(self, other)
+        return _ew.Pow.apply(b, a)
 
     def __matmul__(self, other: Any) -> Tensor:
-        return _sh.MatMul.apply(self, _operand(other))
+        return _sh.MatMul.apply(*_pair(self, other))
 
     def __rmatmul__(self, other: Any) -> Tensor:
-        return _sh.MatMul.apply(_operand(other), self)
+        a, b = _pair(self, other)
+        return _sh.MatMul.apply(b, a)
 
     def __neg__(self) -> Tensor:
         return _ew.Neg.apply(self)
@@ -325,13 +478,56 @@ class Tensor:
     def __abs__(self) -> Tensor:
         return _ew.Abs.apply(self)
 
-    # -- comparisons: bool ndarrays, not differentiable
+    # -- comparisons and logic: bool (or integer) Tensors, not differentiable
     def _compare(self, other: Any, op: Any) -> Any:
         if isinstance(other, Tensor):
-            return op(self.data, other.data)
-        if isinstance(other, int | float | np.ndarray | np.generic | list):
-            return op(self.data, other)
+            return Tensor._wrap(np.asarray(op(self.data, other.data)))
+        if isinstance(other, int | float | np.ndarray | np.generic | list | tuple):
+            return Tensor._wrap(np.asarray(op(self.data, other)))
         return NotImplemented
+
+    def _logic(self, other: Any, op: Any) -> Any:
+        if self.data.dtype.kind not in "biu":
+            raise TypeError(f"{op.__name__}: needs bool or integer tensors, got {self.dtype}")
+        other = other.data if isinstance(other, Tensor) else other
+        if not isinstance(other, bool | int | np.ndarray | np.generic):
+            return NotImplemented
+        return Tensor._wrap(np.asarray(op(self.data, other)))
+
+    def __and__(self, other: Any) -> Any:
+        return self._logic(other, np.bitwise_and)
+
+    __rand__ = __and__
+
+    def __or__(self, other: Any) -> Any:
+        return self._logic(other, np.bitwise_or)
+
+    __ror__ = __or__
+
+    def __xor__(self, other: Any) -> Any:
+        return self._logic(other, np.bitwise_xor)
+
+    __rxor__ = __xor__
+
+    def __invert__(self) -> Tensor:
+        if self.data.dtype.kind not in "biu":
+            raise TypeError(f"invert: needs a bool or integer tensor, got {self.dtype}")
+        return Tensor._wrap(np.invert(self.data))
+
+    def logical_not(self) -> Tensor:
+        return Tensor._wrap(np.logical_not(self.data))
+
+    def any(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Tensor:
+        """Whether any element (along ``dim``) is nonzero: a bool Tensor."""
+        dims, keep = self._reduce_args("any", dim, keepdim, axis, keepdims)
+        return Tensor._wrap(np.asarray(np.any(self.data, axis=dims, keepdims=keep)))
+
+    def all(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
+            keepdims: bool | None = None) -> Tensor:
+        """Whether every element (along ``dim``) is nonzero: a bool Tensor."""
+        dims, keep = self._reduce_args("all", dim, keepdim, axis, keepdims)
+        return Tensor._wrap(np.asarray(np.all(self.data, axis=dims, keepdims=keep)))
 
     def __lt__(self, other: Any) -> Any:
         return self._compare(other, np.less)
@@ -354,30 +550,38 @@ class Tensor:
     def __getitem__(self, index: Any) -> Tensor:
         return _sh.GetItem.apply(self, index=_index(index))
 
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``t[index] = value`` in place (recorded like the other in-place operations)."""
+        _inplace.setitem(self, _index(index), value)
+
     # -- elementwise functions
     def exp(self) -> Tensor:
-        return _ew.Exp.apply(self)
+        return _ew.Exp.apply(self._floating())
 
     def log(self) -> Tensor:
-        return _ew.Log.apply(self)
+        return _ew.Log.apply(self._floating())
 
     def sqrt(self) -> Tensor:
-        return _ew.Sqrt.apply(self)
+        return _ew.Sqrt.apply(self._floating())
 
     def abs(self) -> Tensor:
         return _ew.Abs.apply(self)
 
     def pow(self, exponent: Any) -> Tensor:
-        return _ew.Pow.apply(self, _operand(exponent))
+        return self ** exponent
+
+    def _floating(self) -> Tensor:
+        """Self, or a float32 copy of an integer or bool tensor (for exp, log, ...), as torch."""
+        return self if self.data.dtype.kind == "f" else Tensor._wrap(self.data.astype(np.float32))
 
     def relu(self) -> Tensor:
         return _ew.ReLU.apply(self)
 
     def sigmoid(self) -> Tensor:
-        return _ew.Sigmoid.apply(self)
+        return _ew.Sigmoid.apply(self._floating())
 
     def tanh(self) -> Tensor:
-        return _ew.Tanh.apply(self)
+        return _ew.Tanh.apply(self._floating())
 
     def clip(self, min: float | None = None, max: float | None = None) -> Tensor:
         """Clamp to [min, max]; the gradient passes where min <= x <= max (as torch)."""
@@ -390,10 +594,28 @@ class Tensor:
 
     clamp = clip
 
-    def astype(self, dtype: Any) -> Tensor:
-        """Cast to float32 or float64 (differentiable)."""
-        dt = _check_dtype("astype", dtype)
-        return self if dt == self.data.dtype else _ew.Cast.apply(self, dtype=dt)
+    # -- dtype conversions
+    def to(self, dtype: Any, copy: bool = False) -> Tensor:
+        """This tensor in ``dtype`` (self when it has it already, unless ``copy``).
+
+        Casts between float32 and float64 are differentiable; casts to integer or bool
+        types are not (the result requires no grad, as in torch).  ``dtype`` may also be a
+        Tensor, whose dtype is taken.
+        """
+        dt = _tensor_dtype("to", dtype.dtype if isinstance(dtype, Tensor) else dtype)
+        if dt == self.data.dtype:
+            return self.clone() if copy else self
+        if dt.kind == "f" and self.data.dtype.kind == "f":
+            return _ew.Cast.apply(self, dtype=dt)
+        return Tensor._wrap(self.data.astype(dt))
+
+    astype = to
+
+    def double(self) -> Tensor:
+        return self.to(np.float64)
+
+    def long(self) -> Tensor:
+        return self.to(np.int64)
 
     def matmul(self, other: Any) -> Tensor:
         return self @ other
@@ -411,38 +633,62 @@ class Tensor:
 
     def mean(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
              keepdims: bool | None = None) -> Tensor:
+        if self.data.dtype.kind != "f":
+            raise TypeError(f"mean: the tensor has dtype {self.data.dtype}; expected a floating "
+                            "point dtype (as torch; convert with .float() first)")
         dims, keep = self._reduce_args("mean", dim, keepdim, axis, keepdims)
-        count = self.size if dims is None else int(np.prod([self.shape[d] for d in dims]))
+        count = self.numel() if dims is None else int(np.prod([self.shape[d] for d in dims]))
         return _red.Sum.apply(self, dims=dims, keepdim=keep) / count
 
     def max(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
-            keepdims: bool | None = None) -> Tensor:
-        """The largest values (values only, no indices).
+            keepdims: bool | None = None) -> Any:
+        """The largest value, or along an int ``dim`` the named tuple ``(values, indices)``.
 
-        As in torch: with an int ``dim`` the gradient goes to one index per slice (the
-        first largest, like ``torch.max(x, dim)``); over all dims or a tuple of dims it
-        is shared evenly among ties (like ``torch.max(x)`` and ``torch.amax``).
+        As in torch: with an int ``dim`` the gradient goes to the returned index of each
+        slice (the first largest); over all dims (``max()``, a Tensor) or a tuple of dims
+        (like ``torch.amax``) it is shared evenly among ties.
         """
-        dims, keep = self._reduce_args("max", dim, keepdim, axis, keepdims)
-        single = isinstance(_alias("max", "dim", dim, "axis", axis, None), int | np.integer)
-        return _red.Extremum.apply(self, dims=dims, keepdim=keep, single=single, largest=True)
+        return self._extremum("max", dim, keepdim, axis, keepdims, largest=True)
 
     def min(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
-            keepdims: bool | None = None) -> Tensor:
-        """The smallest values (values only); ties as in :meth:`max`."""
-        dims, keep = self._reduce_args("min", dim, keepdim, axis, keepdims)
-        single = isinstance(_alias("min", "dim", dim, "axis", axis, None), int | np.integer)
-        return _red.Extremum.apply(self, dims=dims, keepdim=keep, single=single, largest=False)
+            keepdims: bool | None = None) -> Any:
+        """The smallest value, or along an int ``dim`` ``(values, indices)``; see :meth:`max`."""
+        return self._extremum("min", dim, keepdim, axis, keepdims, largest=False)
 
-    def argmax(self, dim: int | None = None) -> np.ndarray:
-        return np.argmax(self.data, axis=dim)
+    def _extremum(self, who: str, dim: Any, keepdim: Any, axis: Any, keepdims: Any,
+                  largest: bool) -> Any:
+        dims, keep = self._reduce_args(who, dim, keepdim, axis, keepdims)
+        if not isinstance(_alias(who, "dim", dim, "axis", axis, None), int | np.integer):
+            return _red.Extremum.apply(self, dims=dims, keepdim=keep, largest=largest)
+        (d,) = dims
+        index = (np.argmax if largest else np.argmin)(self.data, axis=d, keepdims=True)
+        values = _sh.TakeAlongDim.apply(self, index=index, dim=d)
+        if not keep:
+            values, index = values.squeeze(d), index.squeeze(d)
+        return (_rt.max if largest else _rt.min)(values, Tensor._wrap(index.astype(np.int64)))
 
-    def argmin(self, dim: int | None = None) -> np.ndarray:
-        return np.argmin(self.data, axis=dim)
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the first largest element (of the flattened tensor when ``dim`` is
+        None), as an int64 Tensor."""
+        return self._arg("argmax", np.argmax, dim, keepdim)
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> Tensor:
+        """The index of the first smallest element, as an int64 Tensor; see :meth:`argmax`."""
+        return self._arg("argmin", np.argmin, dim, keepdim)
+
+    def _arg(self, who: str, op: Any, dim: Any, keepdim: bool) -> Tensor:
+        axis = None if dim is None else _dim(who, dim, max(self.data.ndim, 1))
+        data = self.data if self.data.ndim else self.data.reshape(1)
+        if data.size == 0 if axis is None else data.shape[axis] == 0:
+            raise ValueError(f"{who}: cannot reduce an empty dim of a tensor of shape "
+                             f"{self.data.shape}")
+        out = op(data, axis=axis, keepdims=bool(keepdim))
+        return Tensor._wrap(np.asarray(out, dtype=np.int64).reshape(
+            np.shape(out) if self.data.ndim else ()))
 
     # -- shape
     def reshape(self, *shape: Any) -> Tensor:
-        shape = _resolve_shape("reshape", shape, self.size)
+        shape = _resolve_shape("reshape", shape, self.data.size)
         return self if shape == self.shape else _sh.Reshape.apply(self, shape=shape)
 
     view = reshape
@@ -512,11 +758,26 @@ class Tensor:
         stretched = [lead + d for d, n in enumerate(shape) if n == 1 and self.shape[lead + d] != 1]
         return self.sum(dim=tuple(range(lead)) + tuple(stretched)).reshape(shape)
 
+    # (last in the class: these names shadow the builtins in the class body)
+    def float(self) -> Tensor:
+        return self.to(np.float32)
+
+    def int(self) -> Tensor:
+        return self.to(np.int32)
+
+    def bool(self) -> Tensor:
+        return self.to(np.bool_)
+
 
 # ----------------------------------------------------------------------------- constructors
 def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
-    """A new leaf Tensor holding a copy of ``data`` (lists and ints become float32)."""
-    return Tensor(_float_data("tensor", data, dtype, copy=True), requires_grad)
+    """A new leaf Tensor holding a copy of ``data``.
+
+    Lists, numbers and integer or bool arrays become float32 unless ``dtype`` says
+    otherwise (int64, int32, bool); float32/float64 arrays keep their dtype.
+    """
+    arr = _array_data("tensor", data, dtype, copy=True)
+    return Tensor(arr, requires_grad, arr.dtype)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
@@ -527,12 +788,12 @@ def from_numpy(array: np.ndarray) -> Tensor:
 
 
 def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    dt = np.float32 if dtype is None else _check_dtype("zeros", dtype)
+    dt = np.float32 if dtype is None else _tensor_dtype("zeros", dtype)
     return Tensor._wrap(np.zeros(_shape_arg(shape), dt)).requires_grad_(requires_grad)
 
 
 def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    dt = np.float32 if dtype is None else _check_dtype("ones", dtype)
+    dt = np.float32 if dtype is None else _tensor_dtype("ones", dtype)
     return Tensor._wrap(np.ones(_shape_arg(shape), dt)).requires_grad_(requires_grad)
 
 
@@ -557,6 +818,8 @@ def concatenate(tensors: Sequence[Any], dim: int | None = None, *, axis: int | N
         raise ValueError(f"concatenate: tensors have shapes {[np.shape(p) for p in parts]}; "
                          "expected arrays of the same number (>= 1) of dims")
     (d,) = _dims("concatenate", dim, ndims.pop())
+    if len({p.dtype.kind for p in parts}) > 1:
+        parts = _promote(parts)
     return _sh.Concatenate.apply(*parts, dim=d)
 
 
@@ -574,9 +837,17 @@ def stack(tensors: Sequence[Any], dim: int | None = None, *, axis: int | None = 
 
 
 def where(cond: Any, a: Any, b: Any) -> Tensor:
-    """``a`` where ``cond`` is true, else ``b`` (broadcasting; gradients to a and b)."""
-    cond = cond.data if isinstance(cond, Tensor) else np.asarray(cond)
-    return _ew.Where.apply(cond.astype(bool, copy=False), _operand(a), _operand(b))
+    """``a`` where ``cond`` is true, else ``b`` (broadcasting; gradients to a and b).
+
+    ``cond`` is a bool Tensor or ndarray (other dtypes: nonzero is true).
+    """
+    if not (isinstance(cond, Tensor) and cond.data.dtype == np.bool_):
+        cond = np.asarray(cond.data if isinstance(cond, Tensor) else cond).astype(bool, copy=False)
+    a, b = _operand(a), _operand(b)
+    if isinstance(a, Tensor | np.ndarray) or isinstance(b, Tensor | np.ndarray):
+        a, b = _promote((a, b))
+    return _ew.Where.apply(cond, a, b)
 
 
+_FAST = _FAST | {Tensor}
 register_tensor_type(Tensor)

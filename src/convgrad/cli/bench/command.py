@@ -39,7 +39,8 @@ def run_bench(args: Any) -> int:
     """Run the suite as the ``convgrad bench`` options in ``args`` ask; returns the exit code.
 
     0: every check passed; 1: convgrad disagreed with the reference peer or failed;
-    2: bad options.
+    2: bad options.  ``torch`` in ``--against`` brings ``torch_cl`` (torch with
+    channels_last tensors, for the network workloads) along; either may be named alone.
     """
     from .peers import ConvgradImpl, make_impl
     from .report import (
@@ -52,12 +53,12 @@ def run_bench(args: Any) -> int:
         write_plot,
     )
     from .runner import collect_environment, matmul_peak, run_pass
-    from .workloads import PASSES, THREADS, TINY_ENV, make_inputs, select, tiny_requested
+    from .workloads import THREADS, TINY_ENV, make_inputs, select, tiny_requested
 
     out = sys.stdout
     quick = bool(getattr(args, "quick", False))
     tiny = tiny_requested()
-    known = ("torch", "jax", "mlx")
+    known = ("torch", "torch_cl", "jax", "mlx")
     against = [s.strip().lower() for s in (getattr(args, "against", None) or "").split(",")
                if s.strip()]
     unknown = [p for p in against if p not in known]
@@ -65,6 +66,7 @@ def run_bench(args: Any) -> int:
         print(f"convgrad bench: --against: unknown peer(s) {', '.join(unknown)}; "
               f"expected some of {', '.join(known)}", file=sys.stderr)
         return 2
+    against = [q for p in against for q in (("torch", "torch_cl") if p == "torch" else (p,))]
     try:
         selected = select(getattr(args, "only", None))
     except ValueError as e:
@@ -82,7 +84,9 @@ def run_bench(args: Any) -> int:
     for name in dict.fromkeys(against):
         impl = make_impl(name, THREADS)
         try:
-            versions[name] = impl.load()
+            version = impl.load()
+            if name != "torch_cl":  # the same library as torch
+                versions[name] = version
         except Exception as e:  # ImportError, or a broken install
             skipped_peers[name] = f"cannot import: {type(e).__name__}: {e}"
             print(f"skipping peer {name}: {skipped_peers[name]}", file=out, flush=True)
@@ -92,9 +96,10 @@ def run_bench(args: Any) -> int:
 
     notes = []
     if quick:
-        notes.append(f"--quick: {runs} timed runs, batch sizes shrunk to a quarter (at least 1)")
+        notes.append(f"--quick: {runs} timed runs, batch sizes shrunk to a quarter (at least 1; "
+                     "a batch of 1 halves its image sides instead)")
     if tiny:
-        notes.append(f"{TINY_ENV} is set: toy shapes (batch 1, spatial / 4) and a 512^3 "
+        notes.append(f"{TINY_ENV} is set: toy shapes (batch 1, small images) and a 512^3 "
                      "matmul - for testing the harness, not for numbers")
     for n in notes:
         print(f"note: {n}", file=out, flush=True)
@@ -111,7 +116,7 @@ def run_bench(args: Any) -> int:
         bar = _progress(sum(len(w.passes) for w in work) * runs)
         try:
             for w in work:
-                reason = cg_impl.unsupported(w, PASSES[0])
+                reason = cg_impl.unsupported(w, w.passes[0])
                 if reason:
                     skipped_workloads[w.id] = reason
                     bar.write(f"skipping {w.id}: {reason}", file=out)

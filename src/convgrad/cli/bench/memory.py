@@ -190,9 +190,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  formatter_class=DefaultsHelpFormatter)
     ap.add_argument("--workload", default="W1", help="workload id")
     ap.add_argument("--pass", dest="pass_", default="fwd+bwd",
-                    help="fwd, fwd+bwd, fwd+bwd_input or fwd+bwd_weight")
+                    help="fwd, fwd+bwd, fwd+bwd_input or fwd+bwd_weight; step for N1, N2")
     ap.add_argument("--impl", default="convgrad,torch",
-                    help="implementations, comma separated (convgrad, torch, jax, mlx)")
+                    help="implementations, comma separated (convgrad, torch, torch_cl, jax, "
+                    "mlx)")
     ap.add_argument("--quick", action="store_true", help="a quarter of the batch")
     ap.add_argument("--json", default=None, help="write the results as JSON to this file")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per child")
@@ -214,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: --pass {args.pass_!r}: expected one of {', '.join(w.passes)}",
               file=sys.stderr)
         return 2
-    known = ("convgrad", "torch", "jax", "mlx")
+    known = ("convgrad", "torch", "torch_cl", "jax", "mlx")
     impls = [s.strip().lower() for s in args.impl.split(",") if s.strip()]
     bad = [i for i in impls if i not in known]
     if bad:

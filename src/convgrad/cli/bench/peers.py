@@ -6,9 +6,13 @@ cannot run; ``impl.prepare(workload, pass_, inputs)`` builds everything outside 
 timed region and returns a :class:`Prepared`: calling it runs the pass once (to
 completion: JAX and MLX results are waited for) and returns the implementation's own
 result objects; ``prepared.to_numpy(result)`` turns them into a dict of float32
-ndarrays in PyTorch's layout with the keys ``y`` (the output, or the loss for MS),
-``x`` (input gradient), ``weight`` and ``bias`` (their gradients) as the pass
-computes them.
+ndarrays in PyTorch's layout with the keys ``y`` (the output, or the loss for MS and
+S1), ``x`` (input gradient), ``weight`` and ``bias`` (their gradients) as the pass
+computes them; for a network's training step, the keys of
+:func:`.networks.result_keys`.
+
+torch runs as two peers: ``torch`` (NCHW) and ``torch_cl`` (the same, with the model
+and batch in ``torch.channels_last`` memory format; network workloads only).
 
 Heavy libraries (torch, jax, mlx) are imported inside the methods only.
 """
@@ -25,12 +29,14 @@ import numpy as np
 
 from .workloads import Inputs, Workload
 
-__all__ = ["Impl", "Prepared", "ConvgradImpl", "TorchImpl", "JaxImpl", "MlxImpl", "PEERS",
-           "needs", "result_keys", "make_impl"]
+__all__ = ["Impl", "Prepared", "ConvgradImpl", "TorchImpl", "TorchChannelsLastImpl", "JaxImpl",
+           "MlxImpl", "PEERS", "needs", "result_keys", "make_impl"]
 
 
 def needs(pass_: str) -> tuple[bool, bool, bool]:
     """(input requires grad, weight and bias require grad, a backward pass runs)."""
+    if pass_ == "step":  # a training step: parameters only
+        return False, True, True
     if pass_ == "fwd":
         return False, False, False
     if pass_ == "fwd+bwd":
@@ -44,11 +50,15 @@ def needs(pass_: str) -> tuple[bool, bool, bool]:
 
 def result_keys(w: Workload, pass_: str) -> tuple[str, ...]:
     """The arrays a pass produces (and that the agreement check compares)."""
+    if w.is_network:
+        from .networks import result_keys as network_keys
+
+        return network_keys(w)
     need_x, need_w, _ = needs(pass_)
     keys = ["y"]
     if need_x:
         keys.append("x")
-    if need_w and w.op != "ms_ssim":
+    if need_w and w.is_conv:
         keys += ["weight", "bias"]
     return tuple(keys)
 
@@ -101,8 +111,8 @@ class ConvgradImpl(Impl):
         return convgrad.__version__
 
     def unsupported(self, w: Workload, pass_: str) -> str | None:
-        if w.op == "ms_ssim":
-            return _convgrad_ms_ssim_missing()
+        if w.is_metric:
+            return _convgrad_metric_missing(w.op)
         return None
 
     @contextmanager
@@ -119,18 +129,23 @@ class ConvgradImpl(Impl):
     def prepare(self, w: Workload, pass_: str, inp: Inputs) -> Prepared:
         import convgrad as cg
 
+        if w.is_network:
+            from .networks import convgrad_step
+
+            return Prepared(*convgrad_step(w, inp))
         need_x, need_w, backward = needs(pass_)
         keys = result_keys(w, pass_)
-        if w.op == "ms_ssim":
-            from convgrad.metrics import ms_ssim
+        if w.is_metric:
+            from convgrad import metrics
 
+            metric = getattr(metrics, w.op)
             X = cg.tensor(inp.x, requires_grad=need_x)
             Y = cg.tensor(inp.y_target)
-            data_range = w.kwargs.get("data_range", 1.0)
+            mkw = dict(w.kwargs)
 
             def run_ms() -> dict:
                 X.grad = None
-                loss = 1 - ms_ssim(X, Y, data_range=data_range)
+                loss = 1 - metric(X, Y, **mkw)
                 if backward:
                     loss.backward()
                 return {"y": loss, "x": X.grad}
@@ -156,15 +171,15 @@ class ConvgradImpl(Impl):
         return Prepared(run, lambda r: {k: r[k].data for k in keys})
 
 
-def _convgrad_ms_ssim_missing() -> str | None:
+def _convgrad_metric_missing(op: str) -> str | None:
     import importlib
 
     try:
         metrics = importlib.import_module("convgrad.metrics")
     except ImportError as e:
         return f"convgrad.metrics is not available yet ({e})"
-    if not callable(getattr(metrics, "ms_ssim", None)):
-        return "convgrad.metrics.ms_ssim is not available yet"
+    if not callable(getattr(metrics, op, None)):
+        return f"convgrad.metrics.{op} is not available yet"
     return None
 
 
@@ -173,6 +188,7 @@ def _convgrad_ms_ssim_missing() -> str | None:
 
 class TorchImpl(Impl):
     name = "torch"
+    channels_last = False  # the memory format of the network workloads' model and batch
 
     def load(self) -> str:
         import torch
@@ -180,7 +196,7 @@ class TorchImpl(Impl):
         return torch.__version__
 
     def unsupported(self, w: Workload, pass_: str) -> str | None:
-        if w.op == "ms_ssim":
+        if w.is_metric or w.op == "train_autoencoder":
             try:
                 import pytorch_msssim  # noqa: F401
             except ImportError as e:
@@ -207,6 +223,10 @@ class TorchImpl(Impl):
     def prepare(self, w: Workload, pass_: str, inp: Inputs) -> Prepared:
         import torch
 
+        if w.is_network:
+            from .networks import torch_step
+
+            return Prepared(*torch_step(w, inp, self.channels_last))
         need_x, need_w, backward = needs(pass_)
         keys = result_keys(w, pass_)
 
@@ -216,15 +236,16 @@ class TorchImpl(Impl):
         def to_numpy(r: dict) -> dict:
             return {k: r[k].detach().numpy() for k in keys}
 
-        if w.op == "ms_ssim":
-            from pytorch_msssim import ms_ssim
+        if w.is_metric:
+            import pytorch_msssim
 
+            metric = getattr(pytorch_msssim, w.op)
             X, Y = leaf(inp.x, need_x), leaf(inp.y_target, False)
-            data_range = w.kwargs.get("data_range", 1.0)
+            mkw = dict(w.kwargs)
 
             def run_ms() -> dict:
                 X.grad = None
-                loss = 1 - ms_ssim(X, Y, data_range=data_range, size_average=True)
+                loss = 1 - metric(X, Y, size_average=True, **mkw)
                 if backward:
                     loss.backward()
                 return {"y": loss, "x": X.grad}
@@ -244,6 +265,21 @@ class TorchImpl(Impl):
             return {"y": y, "x": x.grad, "weight": wt.grad, "bias": b.grad}
 
         return Prepared(run, to_numpy)
+
+
+class TorchChannelsLastImpl(TorchImpl):
+    """torch eager with the model and batch in ``torch.channels_last`` (N1, N2 only)."""
+
+    name = "torch_cl"
+    channels_last = True
+
+    def thread_info(self) -> dict:
+        return {}  # the same process and thread pool as the ``torch`` peer
+
+    def unsupported(self, w: Workload, pass_: str) -> str | None:
+        if not w.is_network:
+            return "the channels_last peer runs the network workloads only"
+        return super().unsupported(w, pass_)
 
 
 # ----------------------------------------------------------------------------- JAX
@@ -286,8 +322,10 @@ class JaxImpl(Impl):
         return {"jax": self.thread_note}
 
     def unsupported(self, w: Workload, pass_: str) -> str | None:
-        if w.op == "ms_ssim":
-            return "no JAX MS-SSIM peer (the MS peer is pytorch-msssim)"
+        if w.is_metric:
+            return "no JAX SSIM/MS-SSIM peer (the metric peer is pytorch-msssim)"
+        if w.is_network:
+            return "no JAX training-step peer (the network peers are torch and torch_cl)"
         return None
 
     def prepare(self, w: Workload, pass_: str, inp: Inputs) -> Prepared:
@@ -379,8 +417,10 @@ class MlxImpl(Impl):
         return {"mlx": "MLX has no thread-count setting: it runs as it decides"}
 
     def unsupported(self, w: Workload, pass_: str) -> str | None:
-        if w.op == "ms_ssim":
-            return "no MLX MS-SSIM peer"
+        if w.is_metric:
+            return "no MLX SSIM/MS-SSIM peer"
+        if w.is_network:
+            return "no MLX training-step peer"
         if w.is_transpose and w.kwargs.get("groups", 1) != 1:
             return "MLX transposed convolutions support groups=1 only"
         return None
@@ -437,7 +477,8 @@ class MlxImpl(Impl):
         return Prepared(run, to_numpy)
 
 
-PEERS: dict[str, type[Impl]] = {"torch": TorchImpl, "jax": JaxImpl, "mlx": MlxImpl}
+PEERS: dict[str, type[Impl]] = {"torch": TorchImpl, "torch_cl": TorchChannelsLastImpl,
+                                "jax": JaxImpl, "mlx": MlxImpl}
 
 
 def make_impl(name: str, n_threads: int = 2) -> Impl:

@@ -6,7 +6,9 @@ results are kept for the agreement check; convgrad's run is wrapped in
 ``convgrad.profile()`` to record which algorithm each kernel used), warmed up, then
 timed round-robin: convgrad, torch, jax, convgrad, torch, jax, ... so that a slow
 period of a shared machine hits every implementation alike.  The reported time is
-the median.
+the median.  A network workload's pass is a training step: each run continues
+training from the last, and the first (from the shared initial weights) is the one
+checked, key by key as :func:`.networks.check_step` says.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ __all__ = ["TOLERANCE", "REFERENCE_ORDER", "max_rel_error", "check_agreement", "
 #: convgrad agrees with a peer when max|ours - theirs| / max|theirs| <= TOLERANCE (float32)
 TOLERANCE = 1e-3
 #: the agreement reference: the first of these that ran the pass (PyTorch is the oracle)
-REFERENCE_ORDER = ("torch", "jax", "mlx")
+REFERENCE_ORDER = ("torch", "torch_cl", "jax", "mlx")
 #: short names of the convgrad kernels, for the table
 KERNEL_SHORT = {"conv_forward": "fwd", "conv_input_grad": "dx", "conv_weight_grad": "dw",
                 "conv_bias_grad": "db"}
@@ -78,7 +80,8 @@ class PassResult:
     skipped: dict[str, str] = field(default_factory=dict)  # implementation -> why not run
     errors: dict[str, str] = field(default_factory=dict)  # implementation -> what failed
     reference: str | None = None  # the peer convgrad's results were checked against
-    checks: dict[str, dict] = field(default_factory=dict)  # peer -> {agree, max_rel_err}
+    # peer -> {agree, max_rel_err}; network steps add per-key "tolerance" and "measure"
+    checks: dict[str, dict] = field(default_factory=dict)
     algorithms: dict[str, list[str]] = field(default_factory=dict)  # convgrad kernel -> algos
     kernel_calls: dict[str, int] = field(default_factory=dict)
 
@@ -176,6 +179,11 @@ def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: 
     if "convgrad" in first:
         for peer, theirs in first.items():
             if peer == "convgrad":
+                continue
+            if w.is_network:  # loss, gradients and the optimiser's update, per key
+                from .networks import check_step
+
+                res.checks[peer] = check_step(w, inp, first["convgrad"], theirs, tol)
                 continue
             ok, errs = check_agreement(first["convgrad"], theirs, tol)
             res.checks[peer] = {"agree": ok, "max_rel_err": errs}

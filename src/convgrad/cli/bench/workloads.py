@@ -1,9 +1,16 @@
-"""The benchmark workloads (W1-W8 and MS) as data, and their inputs.
+"""The benchmark workloads as data, and their inputs.
+
+Three kinds: single convolutions (W1-W8; ``op`` a ``convgrad.functional`` name),
+image-metric losses (MS, S1; ``op`` ``ms_ssim`` or ``ssim``, the loss ``1 - op(X, Y)``)
+and training steps of small networks (N1, N2; ``op`` ``train_classifier`` or
+``train_autoencoder``: forward, backward and one Adam update, see :mod:`.networks`).
 
 Shapes are in PyTorch's layout: ``x`` (N, C_in, *spatial); convolution weight
 (C_out, C_in // groups, *kernel); transposed-convolution weight
-(C_in, C_out // groups, *kernel).  ``kwargs`` go unchanged to
-``convgrad.functional.<op>`` and ``torch.nn.functional.<op>``.
+(C_in, C_out // groups, *kernel).  A convolution's ``kwargs`` go unchanged to
+``convgrad.functional.<op>`` and ``torch.nn.functional.<op>``; a metric's to
+``convgrad.metrics.<op>`` and ``pytorch_msssim.<op>``; a network's describe it
+(``lr`` is Adam's learning rate).
 """
 
 from __future__ import annotations
@@ -14,33 +21,51 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["PASSES", "MS_PASSES", "WORKLOADS", "Workload", "Inputs", "make_inputs",
-           "select", "tiny_requested", "TINY_ENV"]
+__all__ = ["PASSES", "MS_PASSES", "STEP_PASSES", "METRIC_OPS", "NETWORK_OPS", "WORKLOADS",
+           "Workload", "Inputs", "make_inputs", "select", "tiny_requested", "TINY_ENV"]
 
 #: forward; forward + every gradient; input gradient only (weight frozen);
 #: weight and bias gradients only (input not requiring grad)
 PASSES = ("fwd", "fwd+bwd", "fwd+bwd_input", "fwd+bwd_weight")
-#: the MS-SSIM loss has one differentiable input (X)
+#: a metric loss (MS-SSIM, SSIM) has one differentiable input (X)
 MS_PASSES = ("fwd", "fwd+bwd")
+#: a network workload's one pass: forward, backward and the optimiser's update
+STEP_PASSES = ("step",)
+METRIC_OPS = ("ms_ssim", "ssim")
+NETWORK_OPS = ("train_classifier", "train_autoencoder")
 
-#: set to 1 to shrink every workload to a toy size (used by the test suite)
 #: every implementation runs on this many threads
 THREADS = 2
+#: set to 1 to shrink every workload to a toy size (used by the test suite)
 TINY_ENV = "CONVGRAD_BENCH_TINY"
 
 
 @dataclass(frozen=True)
 class Workload:
     id: str
-    op: str  # conv1d, conv2d, conv3d, conv_transpose2d or ms_ssim
+    op: str  # conv1d, conv2d, conv3d, conv_transpose2d, a METRIC_OPS or a NETWORK_OPS name
     description: str
     x_shape: tuple
     w_shape: tuple | None = None
     kwargs: dict = field(default_factory=dict)
 
     @property
+    def is_metric(self) -> bool:
+        return self.op in METRIC_OPS
+
+    @property
+    def is_network(self) -> bool:
+        return self.op in NETWORK_OPS
+
+    @property
+    def is_conv(self) -> bool:
+        return not (self.is_metric or self.is_network)
+
+    @property
     def passes(self) -> tuple:
-        return MS_PASSES if self.op == "ms_ssim" else PASSES
+        if self.is_network:
+            return STEP_PASSES
+        return MS_PASSES if self.is_metric else PASSES
 
     @property
     def is_transpose(self) -> bool:
@@ -60,8 +85,8 @@ class Workload:
         return self.w_shape[1] * g if self.is_transpose else self.w_shape[0]
 
     def y_shape(self) -> tuple:
-        """Output shape (PyTorch's formulas)."""
-        if self.op == "ms_ssim":
+        """Output shape (PyTorch's formulas); ``()`` for a loss (metrics, networks)."""
+        if not self.is_conv:
             return ()
         s, p = self.per_dim("stride", 1), self.per_dim("padding", 0)
         d = self.per_dim("dilation", 1)
@@ -81,7 +106,7 @@ class Workload:
         A transposed convolution counts its multiply-adds the same way seen from its
         input: 2 * N * C_in * prod(in_spatial) * C_out / groups * prod(kernel).
         """
-        if self.op == "ms_ssim":
+        if not self.is_conv:
             return None
         g = self.kwargs.get("groups", 1)
         k = math.prod(self.w_shape[2:])
@@ -95,25 +120,40 @@ class Workload:
         return replace(self, x_shape=(n, *self.x_shape[1:]))
 
     def shrunk(self, quick: bool, tiny: bool) -> Workload:
-        """``quick``: a quarter of the batch (at least 1); ``tiny``: batch 1, small spatial."""
+        """``quick``: a quarter of the batch (at least 1), or half the sides of an image
+        whose batch is 1 already (S1); ``tiny``: batch 1 and small images.
+
+        Tiny sides respect what the operation needs: MS-SSIM's five scales need the
+        smaller side > (win_size - 1) * 16 (176 for the 11-tap window; N2's 5-tap loss
+        keeps its 96), SSIM a side >= its window, N1 a quarter (two stride-2 layers).
+        """
         w = self
-        if quick or tiny:
-            w = w.with_batch(1 if tiny else max(1, self.x_shape[0] // 4))
+        n, c, *sp = self.x_shape
+        if quick and not tiny:
+            if n > 1:
+                w = w.with_batch(max(1, n // 4))
+            else:
+                w = replace(w, x_shape=(n, c, *(max(16, s // 2) for s in sp)))
         if tiny:
             if self.op == "ms_ssim":
                 # pytorch-msssim needs the smaller side > (11 - 1) * 2**4 = 160
-                sp = tuple(min(n, 176) for n in self.x_shape[2:])
+                sp = [min(s, 176) for s in sp]
+            elif self.op == "train_autoencoder":
+                pass  # MS-SSIM with win_size 5 needs sides > 64; 96 is already small
             else:
-                sp = tuple(max(8, n // 4) for n in self.x_shape[2:])
-            w = replace(w, x_shape=(*w.x_shape[:2], *sp))
+                sp = [max(self.kwargs.get("win_size", 8), s // 4) for s in sp]
+            w = replace(w, x_shape=(1, c, *sp))
         return w
-
     def shape_text(self) -> str:
         def t(s: tuple) -> str:
             return "(" + ", ".join(map(str, s)) + ")"
 
-        if self.op == "ms_ssim":
+        if self.is_metric:
             return f"X, Y {t(self.x_shape)}"
+        if self.op == "train_classifier":
+            return f"x {t(self.x_shape)}, {self.kwargs['classes']} classes"
+        if self.op == "train_autoencoder":
+            return f"x, clean {t(self.x_shape)}"
         return f"x {t(self.x_shape)}, w {t(self.w_shape)}"
 
     def to_json(self) -> dict:
@@ -142,6 +182,16 @@ WORKLOADS: tuple[Workload, ...] = (
              (128, 16, 3, 3), {"padding": 1, "groups": 8}),
     Workload("MS", "ms_ssim", "loss 1 - ms_ssim(X, Y), data_range 1, X requires grad",
              (4, 3, 256, 256), None, {"data_range": 1.0}),
+    Workload("S1", "ssim", "loss 1 - ssim(X, Y), 11-tap Gaussian window sigma 1.5, "
+             "data_range 1, X = 1 - Y requires grad", (1, 3, 600, 900), None,
+             {"data_range": 1.0, "win_size": 11, "win_sigma": 1.5}),
+    Workload("N1", "train_classifier", "classifier training step: 5 conv3x3 + ReLU (two "
+             "stride 2), mean over H and W, Linear(128, 10); cross-entropy; Adam(lr=1e-3)",
+             (16, 3, 64, 64), None, {"classes": 10, "lr": 1e-3}),
+    Workload("N2", "train_autoencoder", "the demo's denoising autoencoder training step: "
+             "0.84 * (1 - MS-SSIM, 5-tap window) + 0.16 * L1; Adam(lr=2e-3)",
+             (8, 1, 96, 96), None, {"channels": 32, "win_size": 5, "noise_sigma": 0.1,
+                                    "lr": 2e-3}),
 )
 
 
@@ -170,17 +220,37 @@ class Inputs:
     w: np.ndarray | None = None
     b: np.ndarray | None = None
     gy: np.ndarray | None = None  # the output gradient fed to backward
-    y_target: np.ndarray | None = None  # MS: the second image Y
+    # metrics: the second image Y; N1: the class labels (int64); N2: the clean images
+    y_target: np.ndarray | None = None
+    params: dict[str, np.ndarray] | None = None  # networks: the initial weights, by name
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.x, self.w, self.b, self.gy, self.y_target)
-                   if a is not None)
+        arrays = [self.x, self.w, self.b, self.gy, self.y_target, *(self.params or {}).values()]
+        return sum(a.nbytes for a in arrays if a is not None)
 
 
 def make_inputs(w: Workload, seed: int = 0) -> Inputs:
-    """Deterministic inputs: normal data, weights scaled like PyTorch's default init."""
+    """Deterministic inputs: normal data, weights scaled like PyTorch's default init.
+
+    S1: Y uniform in [0, 1), X = 1 - Y.  N1: normal images, uniform labels, the
+    classifier's initial weights; N2: uniform clean images, ``x`` = clean + Gaussian
+    noise (the demo's sigma), the autoencoder's initial weights.
+    """
     rng = np.random.default_rng(seed)
     f32 = np.float32
+    if w.is_network:
+        from .networks import initial_params
+
+        x = rng.standard_normal(w.x_shape, dtype=f32)
+        if w.op == "train_classifier":
+            target = rng.integers(0, w.kwargs["classes"], w.x_shape[0]).astype(np.int64)
+        else:
+            target = rng.random(w.x_shape, dtype=f32)
+            x = target + f32(w.kwargs["noise_sigma"]) * x
+        return Inputs(x=x, y_target=target, params=initial_params(w, rng))
+    if w.op == "ssim":
+        y = rng.random(w.x_shape, dtype=f32)
+        return Inputs(x=(1 - y).astype(f32), y_target=y)
     if w.op == "ms_ssim":
         x = rng.random(w.x_shape, dtype=f32)
         # Y: X plus noise, clipped to [0, 1], so the two images are similar but not equal

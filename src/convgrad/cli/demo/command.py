@@ -82,7 +82,7 @@ def run_demo(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as e:
         print(f"convgrad demo: error: {e}", file=sys.stderr)
         return 2
-    n_params = sum(p.size for p in result.model.parameters())
+    n_params = sum(p.numel() for p in result.model.parameters())
     print(f"trained on {len(result.image_names)} images: {', '.join(result.image_names)}")
     print(f"model: {n_params} parameters\n{result.model}")
     print(f"trained {result.steps} steps in {result.seconds:.1f} s "

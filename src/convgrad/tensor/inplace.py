@@ -1,0 +1,207 @@
+"""In-place operations: ``+= -= *= /=``, ``add_``, ``sub_``, ``mul_``, ``div_``, ``clamp_``,
+``zero_``, ``fill_``, ``copy_`` and ``t[index] = value``.
+
+Each one computes the new values with the same Function as its out-of-place form, writes
+them into the tensor's memory (so views and aliases see them) and counts one version of
+that memory (:mod:`.version`).  Under grad mode with something requiring grad, the
+operation is recorded: the tensor takes a new history, whose node reads the old values
+through a stand-in for the tensor as it was (a copy of them, only when the rule reads
+them, as for ``mul_`` by a tensor requiring grad).  As in torch, a leaf that requires
+grad, or a view of one, is modified in place only under ``no_grad``; the result keeps the
+tensor's dtype (a float result cannot go into an integer tensor) and shape.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..autograd import is_grad_enabled
+from . import elementwise as _ew
+from . import version as _versions
+
+__all__ = ["InPlaceMixin", "setitem"]
+
+LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF_MESSAGE = ("a view of a leaf Variable that requires grad is being used in an "
+                        "in-place operation.")
+
+Tensor = Any  # annotations: the tensor layer's Tensor
+
+
+class InPlaceMixin:
+    """The in-place methods of ``Tensor``; each returns the tensor itself."""
+
+    __slots__ = ()
+
+    def add_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """``self += alpha * other``."""
+        return _inplace(self, "add_", _ew.Add, _scaled("add_", other, alpha))
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """``self -= alpha * other``."""
+        from .tensor import _no_bool
+
+        _no_bool("sub_", self, other)
+        return _inplace(self, "sub_", _ew.Sub, _scaled("sub_", other, alpha))
+
+    def mul_(self, other: Any) -> Tensor:
+        return _inplace(self, "mul_", _ew.Mul, other)
+
+    def div_(self, other: Any) -> Tensor:
+        return _inplace(self, "div_", _ew.Div, other, true_div=True)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> Tensor:
+        """Clamp to [min, max] in place (see ``clip``)."""
+        if min is None and max is None:
+            raise ValueError("clamp_: at least one of min and max must be given")
+        return _inplace(self, "clamp_", _ew.Clip, None, lo=min, hi=max)
+
+    clip_ = clamp_
+
+    def zero_(self) -> Tensor:
+        return _inplace(self, "zero_", _ew.Assign, 0)
+
+    def fill_(self, value: Any) -> Tensor:
+        """Set every element to ``value`` (a number or a 0-d tensor)."""
+        if np.ndim(value) != 0:
+            raise ValueError(f"fill_: value must be a number or a 0-d tensor, got shape "
+                             f"{np.shape(value)}")
+        return _inplace(self, "fill_", _ew.Assign, value)
+
+    def copy_(self, src: Any) -> Tensor:
+        """Copy ``src`` (broadcast to this shape, cast to this dtype) into this tensor."""
+        try:
+            fits = np.broadcast_shapes(np.shape(src), self.shape) == self.shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"copy_: src of shape {np.shape(src)} does not broadcast to the "
+                             f"tensor's shape {self.shape}")
+        return _inplace(self, "copy_", _ew.Assign, src)
+
+    def __iadd__(self, other: Any) -> Tensor:
+        return self.add_(other)
+
+    def __isub__(self, other: Any) -> Tensor:
+        return self.sub_(other)
+
+    def __imul__(self, other: Any) -> Tensor:
+        return self.mul_(other)
+
+    def __itruediv__(self, other: Any) -> Tensor:
+        return self.div_(other)
+
+
+def _scaled(who: str, other: Any, alpha: Any) -> Any:
+    if isinstance(alpha, bool) or not isinstance(alpha, int | float):
+        raise TypeError(f"{who}: alpha={alpha!r} must be a number")
+    return other if alpha == 1 else other * alpha
+
+
+def _inplace(t: Tensor, who: str, fn: type, other: Any, true_div: bool = False,
+             **kwargs: Any) -> Tensor:
+    """Compute ``fn(t, other)`` and make it ``t``'s value (and, when recorded, history)."""
+    from .tensor import Tensor, _pair  # (the module imports this one)
+
+    def compute(old: Tensor) -> Tensor:
+        if fn is _ew.Clip:
+            return fn.apply(old, **kwargs)
+        if fn is _ew.Assign:
+            return fn.apply(old, other if isinstance(other, Tensor) else np.asarray(other))
+        return fn.apply(*_pair(old, other, true_div))
+
+    return _commit(t, who, compute, _recording(t, who, other))
+
+
+def setitem(t: Tensor, index: tuple, value: Any) -> None:
+    """``t[index] = value``: value broadcast to the indexed part, cast to ``t``'s dtype."""
+    from .tensor import Tensor
+
+    if not _recording(t, "__setitem__", value):
+        value = value.data if isinstance(value, Tensor) else value
+        try:
+            t.data[index] = value
+        except ValueError as e:
+            raise ValueError(f"__setitem__: cannot assign a value of shape {np.shape(value)} "
+                             f"to the indexed part: {e}") from None
+        _note_write(t, _versions.bump(t.data))
+        return
+    if not isinstance(value, Tensor):
+        value = np.asarray(value)
+    elif _is_view_at(value.data, t.data, index):
+        # ``t[index] op= v``: Python modified the view ``t[index]`` in place (changing t's
+        # memory behind its history) and now writes it back; the write-back records it
+        _note_write(t, _versions.version(t.data))
+    _commit(t, "__setitem__", lambda old: _ew.IndexPut.apply(old, value, index=index), True)
+
+
+def _is_view_at(a: Any, data: Any, index: tuple) -> bool:
+    """Whether ``a`` is the very view ``data[index]`` (same memory, shape and strides)."""
+    if not isinstance(a, np.ndarray) or not isinstance(data, np.ndarray) or a.base is None:
+        return False
+    try:
+        ref = data[index]
+    except (IndexError, ValueError, TypeError):
+        return False
+    return (ref.base is not None and a.shape == ref.shape and a.strides == ref.strides
+            and a.__array_interface__["data"][0] == ref.__array_interface__["data"][0])
+
+
+def _recording(t: Tensor, who: str, other: Any) -> bool:
+    """Check that ``t`` may be written; whether the write is recorded in the graph."""
+    from .tensor import Tensor
+
+    data = t.data
+    if isinstance(data, np.ndarray) and not data.flags.writeable:
+        raise ValueError(f"{who}: the tensor's memory is read-only (an expanded or broadcast "
+                         "tensor has several elements in one memory location); clone() it "
+                         "first")
+    record = is_grad_enabled() and (
+        t._requires_grad or isinstance(other, Tensor) and other._requires_grad)
+    if record and t.grad_fn is None and t._requires_grad:
+        raise RuntimeError(LEAF_MESSAGE)
+    if record and t.grad_fn is not None and _versions.leaf_owner(data) is not None:
+        raise RuntimeError(VIEW_OF_LEAF_MESSAGE)
+    return record
+
+
+def _commit(t: Tensor, who: str, compute: Any, record: bool) -> Tensor:
+    """Write ``compute(old)`` into ``t``'s memory; ``old`` stands for ``t`` as it was."""
+    from .tensor import Tensor
+
+    data = t.data
+    old = Tensor._wrap(data, t.grad_fn) if record else t
+    new = compute(old)
+    if new.data.shape != data.shape:
+        raise ValueError(f"{who}: the result has shape {new.data.shape}, which does not match "
+                         f"the tensor's shape {data.shape} (the other operand must broadcast "
+                         "to it)")
+    if new.data.dtype != data.dtype:
+        if not np.can_cast(new.data.dtype, data.dtype, "same_kind"):
+            raise TypeError(f"{who}: the result type {new.data.dtype} can't be cast to the "
+                            f"tensor's dtype {data.dtype}")
+    node = new.grad_fn
+    if node is not None and old.data is data and node.inputs[0] is old and (
+            0 in node.fn.reads_for(node.needs_input_grad)[0]):
+        old.data = data.copy()  # the rule reads the old values: keep them
+        _versions.set_version(old.data, _versions.version(data))
+    if new.data.dtype != data.dtype:
+        new = new.to(data.dtype)
+    data[...] = new.data
+    version = _versions.bump(data)
+    if new.grad_fn is not None:
+        t.grad_fn, t._requires_grad = new.grad_fn, True
+        t.grad_fn.output_version = version
+        if t.grad_fn.output_ref is not None:
+            t.grad_fn.output_ref = weakref.ref(t)
+    else:
+        _note_write(t, version)
+    return t
+
+
+def _note_write(t: Tensor, version: int) -> None:
+    if t.grad_fn is not None:  # modified outside the graph (no_grad): its history stays
+        t.grad_fn.output_version = version

@@ -1,0 +1,21 @@
+"""The named tuples that reductions along one dim return, as ``torch.return_types``."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+__all__ = ["max", "min"]
+
+
+class max(NamedTuple):
+    """``t.max(dim)``: the largest values along ``dim`` and their (first) indices."""
+
+    values: Any
+    indices: Any
+
+
+class min(NamedTuple):
+    """``t.min(dim)``: the smallest values along ``dim`` and their (first) indices."""
+
+    values: Any
+    indices: Any
