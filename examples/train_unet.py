@@ -219,7 +219,7 @@ def train(args) -> dict:
         step, epoch = state["step"], state["epoch"]
         default_generator().bit_generator.state = state["rng"]
         print(f"resumed from {checkpoint} at step {step} (epoch {epoch})")
-    n_params = sum(p.data.size for p in model.parameters())
+    n_params = sum(p.numel() for p in model.parameters())
     print(f"UNet(width={args.width}, depth={args.depth}): {n_params} parameters; "
           f"{len(images)} training photographs, {len(loader)} steps per epoch")
 
@@ -245,7 +245,7 @@ def train(args) -> dict:
             losses.append(loss.item())
             epoch_loss, n = epoch_loss + losses[-1], n + 1
             if bar is not loader:
-                bar.set_postfix(loss=f"{losses[-1]:.5f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
+                bar.set_postfix(loss=f"{loss:.5f}", lr=f"{scheduler.get_last_lr()[0]:.2e}")
             if step == stop:
                 break
         if bar is not loader:
