@@ -244,7 +244,9 @@ class Sigmoid(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        return np.exp(-np.logaddexp(0.0, -x))  # 1 / (1 + e^-x) without overflow
+        from scipy.special import expit  # loaded on first use, not with convgrad
+
+        return expit(x)  # 1 / (1 + e^-x) without overflow, in x's dtype
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
