@@ -17,8 +17,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 API = ROOT / "docs" / "API.md"
 PACKAGES = ("convgrad", "convgrad.autograd", "convgrad.functional", "convgrad.ops",
-            "convgrad.nn", "convgrad.nn.init", "convgrad.optim", "convgrad.metrics",
-            "convgrad.serialization", "convgrad.testing")
+            "convgrad.nn", "convgrad.nn.init", "convgrad.nn.utils", "convgrad.optim",
+            "convgrad.optim.lr_scheduler", "convgrad.utils", "convgrad.utils.data",
+            "convgrad.metrics", "convgrad.serialization", "convgrad.testing")
 
 
 def _project_files() -> list[Path]:
