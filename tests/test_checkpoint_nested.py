@@ -165,7 +165,9 @@ def _tree(root):
     (_tree({"array": 0}), [np.ones(2), np.ones(3)], "not referred"),
     (_tree({"pickle": "x"}), [], "unexpected node"),
     (_tree({"tensor": 0}), [np.ones(2)], "requires_grad"),
-    (_tree({"tensor": 0, "requires_grad": False}), [np.arange(2)], "dtype int64"),
+    (_tree({"tensor": 0, "requires_grad": True}), [np.arange(2)], "cannot require grad"),
+    (_tree({"tensor": 0, "requires_grad": False}), [np.arange(2.0).astype(np.float16)],
+     "dtype float16"),
     (_tree({"scalar": 0}), [np.ones(2)], "shape"),
     (_tree({"dict": [[1, 2, 3]]}), [], "pair"),
     (_tree({"dict": [[[1], 2]]}), [], "key"),
@@ -198,3 +200,13 @@ def test_structure_members_that_do_not_belong(tmp_path):
     path = _crafted(tmp_path, _tree(1), [], {"notes.txt": b"hello"})
     with pytest.raises(ValueError, match="not a .npy"):
         cg.load(path)
+
+
+def test_integer_and_bool_tensors_round_trip(tmp_path):
+    path = tmp_path / "ints.npz"
+    state = {"idx": cg.tensor([3, 1, 2], dtype=np.int64), "mask": cg.tensor([True, False],
+                                                                            dtype=bool)}
+    cg.save(state, path)
+    back = cg.load(path)
+    for k, v in state.items():
+        assert back[k].dtype == v.dtype and np.array_equal(back[k].data, v.data), k

@@ -253,3 +253,14 @@ def test_requires_grad_samples_keep_their_graph():
 def test_bad_input_names_itself(make, exc, pattern):
     with pytest.raises(exc, match=pattern):
         make()
+
+
+def test_integer_tensor_labels_stay_integers():
+    torch = pytest.importorskip("torch")
+    labels = np.arange(6)
+    ours = DataLoader(TensorDataset(cg.tensor(labels, dtype=np.int64)), batch_size=4)
+    theirs = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.tensor(labels)), batch_size=4)
+    for (a,), (b,) in zip(ours, theirs):
+        assert a.dtype == np.int64 and b.dtype == torch.int64
+        assert np.array_equal(a.data, b.numpy())

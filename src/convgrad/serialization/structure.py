@@ -37,6 +37,10 @@ class Malformed(Exception):
     """A structural problem found while checking a stored file."""
 
 
+_TENSOR_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64,
+                                              np.bool_))
+
+
 def _numeric(arr: np.ndarray) -> bool:
     return arr.dtype.kind in "biuf" and arr.dtype.fields is None and arr.dtype.subdtype is None
 
@@ -118,9 +122,12 @@ def unflatten(tree: Any, arrays: Mapping[int, np.ndarray]) -> Any:
             if len(x) != 2 or not isinstance(x.get("requires_grad"), bool):
                 raise Malformed(f"a tensor node needs 'requires_grad': {_short(x)}")
             arr = array(value)
-            if arr.dtype not in (np.float32, np.float64):
-                raise Malformed(f"a tensor of dtype {arr.dtype} (expected float32 or float64)")
-            return Tensor(arr, requires_grad=x["requires_grad"])
+            if arr.dtype not in _TENSOR_DTYPES:
+                raise Malformed(f"a tensor of dtype {arr.dtype} (expected float32, float64, "
+                                "int32, int64 or bool)")
+            if x["requires_grad"] and arr.dtype.kind != "f":
+                raise Malformed(f"a tensor of dtype {arr.dtype} cannot require grad")
+            return Tensor(arr, requires_grad=x["requires_grad"], dtype=arr.dtype)
         if rest:
             raise Malformed(f"unexpected node {_short(x)}")
         if tag == "float" and value in _FLOATS:

@@ -1,11 +1,12 @@
 """Joining samples into a batch (``default_collate``) and converting unbatched samples
 (``default_convert``), following the structure of the samples as torch does.
 
-Samples that are Tensors or float arrays stack into a Tensor with a new leading batch
-dim; Python floats become a float64 Tensor (torch's choice).  convgrad Tensors hold
-floats only, so integer and bool data (class labels, masks) stack into an integer or
-bool ndarray, which the losses accept as targets.  Tuples, lists, dicts and named
-tuples are collated entry by entry and keep their type; strings stay lists.
+Samples that are Tensors (of their dtype, integer labels included) or float arrays
+stack into a Tensor with a new leading batch dim; Python floats become a float64 Tensor
+(torch's choice).  Integer and bool ndarrays and Python ints (class labels, masks)
+stack into an integer or bool ndarray, which the losses accept as targets.  Tuples,
+lists, dicts and named tuples are collated entry by entry and keep their type; strings
+stay lists.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def _collate(batch: list[Any], where: str) -> Any:
                              "have the same shape")
         if any(x.requires_grad for x in batch):
             return stack(batch)  # recorded, as torch.stack would be
-        return Tensor(np.stack([x.data for x in batch]))
+        return Tensor(np.stack([x.data for x in batch]), dtype=elem.dtype)  # int labels stay int
     if isinstance(elem, np.ndarray | np.generic):
         return _stack_arrays([np.asarray(x) for x in batch], where)
     if isinstance(elem, bool):
