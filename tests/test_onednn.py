@@ -456,3 +456,12 @@ def test_torch_imported_before_or_after(torch_first):
     r = _subprocess(TORCH_ORDER.format(first=first, second=second))
     assert r["name"].startswith("onednn:")
     assert r["err"] <= TOL and r["torch_err"] <= TOL
+
+
+def test_layout_helpers():
+    a = onednn.empty((2, 3, 4, 5), channels_last=True)
+    assert a.shape == (2, 3, 4, 5) and onednn.is_channels_last(a)
+    assert a.transpose(0, 2, 3, 1).flags.c_contiguous
+    assert not onednn.is_channels_last(onednn.empty((2, 3, 4, 5)))
+    assert not onednn.is_channels_last(np.empty((2, 1, 4, 5)))  # one channel: both layouts
+    assert onednn.is_channels_last(onednn.empty((2, 3, 7), channels_last=True))

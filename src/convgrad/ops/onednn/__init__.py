@@ -28,18 +28,11 @@ from ..spec import ConvSpec
 from ..workspace import get_workspace_limit
 from . import _library
 from ._geometry import PASSES, Unsupported, geometry
-from ._plan import (
-    Plan,
-    arena_bytes,
-    build,
-    channels_last_strides,
-    elem_strides,
-    is_channels_last,
-    release_arena,
-)
+from ._plan import Plan, arena_bytes, build, release_arena
+from ._plan import is_channels_last as _dense_channels_last
 
-__all__ = ["PASSES", "Plan", "available", "cache_info", "channels_last_strides",
-           "clear_cache", "is_channels_last", "plan", "plan_for", "reason", "unavailable_reason"]
+__all__ = ["PASSES", "Plan", "available", "cache_info", "clear_cache", "empty",
+           "is_channels_last", "plan", "plan_for", "reason", "run", "unavailable_reason"]
 
 CACHE_CAPACITY = 128
 _FN = "onednn.plan"
@@ -119,22 +112,29 @@ def clear_cache() -> None:
     release_arena()
 
 
-def _normalize_strides(shapes: tuple, strides) -> tuple:
+def is_channels_last(a: np.ndarray) -> bool:
+    """Whether ``a`` (N, C, *spatial) is laid out densely as (N, *spatial, C) with C > 1."""
+    if a.ndim < 3 or any(s % a.itemsize for s in a.strides):
+        return False
+    return _dense_channels_last(a.shape, tuple(s // a.itemsize for s in a.strides))
+
+
+def empty(shape: tuple, channels_last: bool = False, dtype=np.float32) -> np.ndarray:
+    """An uninitialised (N, C, *spatial) array, channels-last in memory if asked."""
+    shape = tuple(shape)
+    if not channels_last or len(shape) < 3:
+        return np.empty(shape, dtype=dtype)
+    perm = (0, *range(2, len(shape)), 1)
+    return np.empty(tuple(shape[d] for d in perm), dtype=dtype).transpose(np.argsort(perm))
+
+
+def _check_strides(strides) -> tuple:
     if strides is None:
         return (None, None, None)
     if not isinstance(strides, tuple | list) or len(strides) != 3:
         raise TypeError(f"{_FN}: strides={strides!r} must be (lhs, rhs, out) byte strides "
                         "(each a tuple or None)")
-    out = []
-    for shape, st in zip(shapes, strides):
-        if st is not None:
-            st = tuple(int(s) for s in st)
-            dense = elem_strides(shape, None)
-            if len(st) == len(shape) and all(n <= 1 or s == 4 * c
-                                             for n, s, c in zip(shape, st, dense)):
-                st = None
-        out.append(st)
-    return tuple(out)
+    return tuple(None if st is None else tuple(st) for st in strides)
 
 
 def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
@@ -148,7 +148,7 @@ def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple
     if bias and pass_name == "input_grad":
         raise ValueError(f"{_FN}: bias=True is meaningless for pass 'input_grad'")
     shapes = (tuple(lhs_shape), tuple(rhs_shape), tuple(out_shape))
-    strides = _normalize_strides(shapes, strides)
+    strides = _check_strides(strides)
     key = (pass_name, shapes, strides, spec, bool(bias), num_threads())
     threads = key[-1]
 
