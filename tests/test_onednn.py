@@ -74,6 +74,8 @@ CASES = {
     "2d_depthwise_mult": ((2, 8, 9, 9), (16, 1, 3, 3), spec((2, 2), ((1, 0), (1, 1)), groups=8)),
     "2d_flip": ((2, 8, 10, 9), (6, 8, 3, 2), spec((1, 1), ((1, 1), (0, 1)), flip=True)),
     "2d_input_dilation": ((2, 8, 6, 7), (6, 8, 3, 3), spec((1, 1), ((1, 2), (2, 0)), idil=(2, 3))),
+    "2d_input_dilation_right_beyond": ((2, 8, 6, 7), (6, 8, 3, 3),
+                                       spec((1, 1), ((0, 3), (1, 4)), idil=(2, 3))),
     "2d_input_dilation_flip": ((2, 8, 6, 7), (6, 8, 3, 3),
                                spec((1, 1), ((2, 2), (1, 1)), idil=(2, 2), flip=True)),
     "2d_input_dilation_groups": ((2, 8, 5, 6), (4, 4, 2, 3),

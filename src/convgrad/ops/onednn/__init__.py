@@ -78,6 +78,9 @@ class _Cache:
                 entry = make()
             except Unsupported as e:
                 entry = str(e)
+            except _library.DnnlError as e:  # out of memory, a runtime error: NumPy runs it
+                entry = f"oneDNN failed: {e}"
+                _library.log.debug("oneDNN plan %s failed: %s", key, e)
             with self._lock:
                 self.misses += 1
                 self._entries[key] = entry

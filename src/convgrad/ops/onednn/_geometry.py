@@ -16,8 +16,9 @@ Input dilation ``i`` with unit stride is a deconvolution (the input gradient of 
 convolution with stride ``i``): ``y[p] = sum_k x[(p + k*kd - lo) / i] w[k]`` is
 oneDNN's ``dst[p] = sum src[q] W[k']`` over ``p = q*i + k'*kd - pl`` with
 ``k' = K - 1 - k`` (the kernel reversed), ``pl = (K - 1)*kd - lo`` and
-``pr = (K - 1)*kd - hi``.  Input dilation together with a stride > 1 is not a
-deconvolution; neither is a deconvolution that crops: both are left to NumPy.
+``pr = (K - 1)*kd - hi``, which oneDNN takes for ``pl >= 0`` and ``pr > -i``.  Input
+dilation together with a stride > 1 is not a deconvolution; a deconvolution that
+crops or pads beyond that is not offered either: those are left to NumPy.
 """
 
 from __future__ import annotations
@@ -105,7 +106,8 @@ def geometry(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tupl
         pads = spec.padding
         if any(lo < 0 or hi < 0 for lo, hi in pads):
             raise Unsupported(f"input dilation with a crop (padding {pads})")
-        if any(lo > (K[d] - 1) * kdil[d] or hi > (K[d] - 1) * kdil[d]
+        # oneDNN's deconvolution takes pl >= 0 and pr >= -(stride - 1)
+        if any(lo > (K[d] - 1) * kdil[d] or hi > (K[d] - 1) * kdil[d] + spec.input_dilation[d] - 1
                for d, (lo, hi) in enumerate(pads)):
             raise Unsupported(f"input dilation with padding {pads} beyond the kernel extent")
         return Geometry(
