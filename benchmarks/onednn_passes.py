@@ -3,7 +3,7 @@
 Each pass of each workload (forward, input gradient, weight gradient with the bias
 gradient) runs as a cached :mod:`convgrad.ops.onednn` plan and as PyTorch 2.13
 (``torch.nn.functional`` forward, ``torch.ops.aten.convolution_backward``), with NCHW
-and with channels-last activations, 2 threads each, in one process, interleaved;
+and with channels-last activations, 2 threads each (``--threads``), in one process, interleaved;
 medians of ``--reps`` timed runs.  Also the per-call time of a cached plan on a
 tiny convolution.  Run: ``python benchmarks/onednn_passes.py [--reps 15] [--json F]``.
 """
@@ -16,12 +16,10 @@ import os
 import statistics
 import time
 
-os.environ.setdefault("CONVGRAD_NUM_THREADS", "2")
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from convgrad.ops import ConvSpec, onednn  # noqa: E402
+from convgrad.ops import ConvSpec, onednn
 
 # id: (x shape, w shape (torch layout), stride, padding, dilation, groups, transposed)
 WORKLOADS = {
@@ -154,8 +152,10 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--only", default=",".join(WORKLOADS))
     ap.add_argument("--json", default="")
+    ap.add_argument("--threads", type=int, default=2, help="threads for both (default 2)")
     args = ap.parse_args()
-    torch.set_num_threads(2)
+    os.environ["CONVGRAD_NUM_THREADS"] = str(args.threads)
+    torch.set_num_threads(args.threads)
     print(f"load: {os.getloadavg()}, oneDNN {onednn.available()}, torch {torch.__version__}")
     rows = []
     for wid in args.only.split(","):
