@@ -255,6 +255,10 @@ def test_run_checks_its_arrays():
         onednn.plan("forward", x.shape, w.shape, (2, 4, 9, 9), s)
     with pytest.raises(ValueError, match="pass_name"):
         onednn.plan("backward", x.shape, w.shape, y.shape, s)
+    with pytest.raises(TypeError, match="spec must be a ConvSpec"):
+        onednn.plan("forward", x.shape, w.shape, y.shape, {"stride": [1, 1]})
+    with pytest.raises(ValueError, match="bias=True is meaningless"):
+        onednn.plan("input_grad", y.shape, w.shape, x.shape, s, bias=True)
 
 
 def test_bias_in_other_dtype_or_layout():

@@ -143,6 +143,8 @@ def _check_strides(strides) -> tuple:
 def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
             spec: ConvSpec, dtype, strides, bias: bool):
     """A Plan, or the reason (a string) there is none."""
+    if not isinstance(spec, ConvSpec):
+        raise TypeError(f"{_FN}: spec must be a ConvSpec, got {type(spec).__name__}")
     lib = _library.library()
     if lib is None:
         return f"oneDNN unavailable: {_library.failure()}"
