@@ -35,6 +35,7 @@ __all__ = ["PASSES", "Plan", "available", "cache_info", "clear_cache", "empty",
            "is_channels_last", "plan", "plan_for", "reason", "run", "unavailable_reason"]
 
 CACHE_CAPACITY = 128
+_F32 = np.dtype(np.float32)
 _FN = "onednn.plan"
 
 
@@ -199,7 +200,7 @@ def plan_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
              spec: ConvSpec, bias: bool = False) -> Plan | None:
     """:func:`plan` for these arrays (shapes, dtypes, strides, alignment taken from them)."""
     arrays = (lhs, rhs, out)
-    if any(a.dtype != np.float32 for a in arrays) or any(a.ctypes.data % 4 for a in arrays):
+    if any(a.dtype is not _F32 or not a.flags.aligned for a in arrays):
         return None
     return plan(pass_name, lhs.shape, rhs.shape, out.shape, spec, np.float32,
                 tuple(a.strides for a in arrays), bias)

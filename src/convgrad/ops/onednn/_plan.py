@@ -33,6 +33,7 @@ __all__ = ["Plan", "build", "channels_last_strides", "elem_strides", "hand_over_
 
 ALIGNMENT = 64
 ITEMSIZE = 4
+F32 = np.dtype(np.float32)
 
 
 def hand_over_channels_last(geo: Geometry) -> bool:
@@ -142,6 +143,9 @@ class Plan:
         self.pass_name = geo.pass_name
         self.shapes, self.byte_strides, self.bias = shapes, byte_strides, bias
         self.strides = tuple(elem_strides(sh, st) for sh, st in zip(shapes, byte_strides))
+        self._expect = tuple(  # what run() checks: key, shape, strides, C-contiguous strides
+            (key, sh, st, tuple(ITEMSIZE * v for v in elem_strides(sh, None)))
+            for key, sh, st in zip(("lhs", "rhs", "out"), shapes, byte_strides))
         self.name, self.flops, self.workspace_bytes, self.reorders = "", 0, 0, ()
         self.bias_key = "bias" if self.pass_name == "forward" else "bias_grad"
         self._operands: list[_Operand] = []
@@ -312,11 +316,10 @@ class Plan:
         """
         arrays = {"lhs": lhs, "rhs": rhs, "out": out}
         ptrs = {}
-        for key, a, shape, strides in zip(("lhs", "rhs", "out"), (lhs, rhs, out),
-                                          self.shapes, self.byte_strides):
-            if (not isinstance(a, np.ndarray) or a.dtype != np.float32 or a.shape != shape
+        for (key, shape, strides, dense), a in zip(self._expect, (lhs, rhs, out)):
+            if (not isinstance(a, np.ndarray) or a.dtype is not F32 or a.shape != shape
                     or (a.strides != strides if strides is not None
-                        else not a.flags.c_contiguous)
+                        else a.strides != dense and not a.flags.c_contiguous)
                     or (ptrs.setdefault(key, a.ctypes.data) % ITEMSIZE)):
                 raise ValueError(
                     f"onednn plan {self.pass_name}: {key} must be an aligned float32 array of "
@@ -338,7 +341,7 @@ class Plan:
                 raise ValueError(f"onednn plan {self.pass_name}: {self.bias_key} must be an "
                                  f"array of shape ({n},), got "
                                  f"{getattr(given, 'shape', type(given).__name__)}")
-            if given.dtype != np.float32 or not given.flags.c_contiguous:
+            if given.dtype is not F32 or not given.flags.c_contiguous:
                 if self.pass_name == "forward":
                     given = np.ascontiguousarray(given, dtype=np.float32)
                 else:
@@ -429,6 +432,9 @@ class _Context:
         self.user: list[tuple[ctypes.c_void_p, str, int]] = []   # (memory, key, byte offset)
         self.arena: list[tuple[ctypes.c_void_p, int]] = []       # (memory, arena offset)
         self.steps: list[tuple[ctypes.c_void_p, ctypes.Array]] = []
+        # operands with work besides the primitives: zeroed padding, a flipped copy
+        self.prepare = [op for op in plan._operands if op.zero or op.flip_nd]
+        self.zero_outside_crop = plan.pass_name == "input_grad" and plan.geometry.cropped
         try:
             self._build()
         except BaseException:
@@ -484,14 +490,14 @@ class _Context:
         for mem, key, offset in self.user:
             if set_handle(mem, ptrs[key] + offset):
                 raise L.DnnlError("dnnl_memory_set_data_handle", L.INVALID_ARGUMENTS)
-        for op in plan._operands:
+        geo = plan.geometry
+        for op in self.prepare:
             if op.zero:
                 ctypes.memset(_arena.base + op.buffer_at, 0, op.buffer_bytes)
             if op.flip_nd and not op.output:
-                np.copyto(_arena.view(op.staging_at, plan.geometry.w_shape),
+                np.copyto(_arena.view(op.staging_at, geo.w_shape),
                           arrays[op.key][(Ellipsis, *([slice(None, None, -1)] * op.flip_nd))])
-        geo = plan.geometry
-        if plan.pass_name == "input_grad" and geo.cropped:
+        if self.zero_outside_crop:
             gx = arrays["out"]
             for d, (a, b) in enumerate(geo.crop):
                 lead = (slice(None),) * (2 + d)
@@ -509,7 +515,7 @@ class _Context:
         finally:
             if saved != plan.threads:
                 lib.set_omp_threads(saved)
-        for op in plan._operands:
+        for op in self.prepare:
             if op.flip_nd and op.output:
                 np.copyto(arrays[op.key], _arena.view(op.staging_at, geo.w_shape)[
                     (Ellipsis, *([slice(None, None, -1)] * op.flip_nd))])
