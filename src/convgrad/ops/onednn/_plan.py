@@ -9,10 +9,11 @@ to the workspace limit), so concurrent runs never share a buffer and idle plans
 hold no memory.  Memory objects and argument lists are kept in contexts, one per
 thread running the plan at a time (one idle context is kept).
 
-Layout: a dense channels-last activation (strides of an N, *spatial, C array) is
-handed to oneDNN as it is; any other activation, and every weight, is described
-with ``format_tag_any`` and reordered from or to the caller's array (a reorder
-that keeps the layout is skipped).  The arrays' strides are part of the plan.
+Layout: a dense activation is handed to oneDNN as it is where that measured faster
+(:func:`hand_over`: most channels-last passes, NCHW 1x1 convolutions); any other
+activation, and every weight, is described with ``format_tag_any`` and reordered
+from or to the caller's array (a reorder that keeps the layout is skipped).  The
+arrays' strides are part of the plan.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ..parallel import single_threaded_blas
 from . import _library as L
 from ._geometry import Geometry, Unsupported
 
-__all__ = ["Plan", "build", "channels_last_strides", "elem_strides", "hand_over_channels_last",
+__all__ = ["Plan", "build", "channels_last_strides", "elem_strides", "hand_over",
            "is_channels_last"]
 
 ALIGNMENT = 64
@@ -36,21 +37,39 @@ ITEMSIZE = 4
 F32 = np.dtype(np.float32)
 
 
-def hand_over_channels_last(geo: Geometry) -> bool:
-    """Whether dense channels-last activations go to oneDNN as they are (True) or are
-    reordered to its blocked layout first.
+def hand_over(geo: Geometry, layout: str) -> bool:
+    """Whether dense activations in ``layout`` ("channels_last" or "nchw") go to oneDNN
+    as they are, or are reordered to its blocked layout first (the default).
 
-    Measured on W1-W8 (2 threads, AVX-512, a shared machine: provisional), direct over
-    blocked: forward 0.44-0.89, input gradient 0.54-0.99; weight gradient 0.36-1.0 for
-    W1, W2, W4, W5, W6 but 1.17-1.18 for W7 (1-D), 1.12-1.18 for W8 (8 groups of 16)
-    and 0.99-1.54 for W3 (3 input channels).
+    Measured on W1-W8 (2 threads, AVX-512, a shared machine: provisional), direct
+    over blocked, channels-last: forward 0.44-0.89, input gradient 0.54-0.99; weight
+    gradient 0.36-1.0 for W1, W2, W4, W5, W6 but 1.17-1.18 for W7 (1-D), 1.12-1.18
+    for W8 (8 groups of 16) and 0.99-1.54 for W3 (3 input channels).  NCHW: only
+    unpadded, unstrided 1x1 convolutions gain (W2, 1 thread: forward and input
+    gradient 0.63-0.79, oneDNN then runs them as one GEMM); the weight gradient's
+    measurements disagreed (0.70-1.9), so it keeps the blocked layout.
     """
-    if geo.pass_name != "weight_grad":
-        return True
     grouped = len(geo.weight_dims) > len(geo.w_shape)
     c_per_group = geo.w_shape[1]
+    if layout == "nchw":
+        pointwise = (all(k == 1 for k in geo.w_shape[2:]) and all(s == 1 for s in geo.strides)
+                     and not any((*geo.pad_l, *geo.pad_r)) and not geo.cropped
+                     and not geo.padded)
+        return pointwise and not grouped and geo.pass_name != "weight_grad"
+    if geo.pass_name != "weight_grad":
+        return True
     depthwise = grouped and c_per_group == 1
     return len(geo.strides) > 1 and (depthwise or (not grouped and c_per_group >= 8))
+
+
+def _layout(shape: tuple, strides: tuple) -> str:
+    """"channels_last", "nchw" (dense, C-contiguous) or "strided" (anything else)."""
+    if is_channels_last(shape, strides):
+        return "channels_last"
+    if strides == elem_strides(shape, None) or all(
+            n == 1 or s == d for n, s, d in zip(shape, strides, elem_strides(shape, None))):
+        return "nchw"
+    return "strided"
 
 
 def elem_strides(shape: tuple, strides: tuple | None, itemsize: int = ITEMSIZE
@@ -94,6 +113,17 @@ def channels_last_strides(shape: tuple) -> tuple[int, ...]:
         out[d] = acc
         acc *= shape[d]
     return tuple(out)
+
+
+def _normalized(shape: tuple, strides: tuple) -> tuple[int, ...]:
+    """Strides with size-1 dims given the value of the dense layout they belong to, so
+    oneDNN recognises a plain layout."""
+    layout = _layout(shape, strides)
+    if layout == "strided":
+        return strides
+    dense = channels_last_strides(shape) if layout == "channels_last" else elem_strides(
+        shape, None)
+    return tuple(d if n == 1 else s for n, s, d in zip(shape, strides, dense))
 
 
 def _dims(values: tuple) -> L.Dims:
@@ -142,7 +172,8 @@ class Plan:
         self.lib, self.geometry, self.threads = lib, geo, threads
         self.pass_name = geo.pass_name
         self.shapes, self.byte_strides, self.bias = shapes, byte_strides, bias
-        self.strides = tuple(elem_strides(sh, st) for sh, st in zip(shapes, byte_strides))
+        self.strides = tuple(_normalized(sh, elem_strides(sh, st))
+                             for sh, st in zip(shapes, byte_strides))
         self._expect = tuple(  # what run() checks: key, shape, strides, C-contiguous strides
             (key, sh, st, tuple(ITEMSIZE * v for v in elem_strides(sh, None)))
             for key, sh, st in zip(("lhs", "rhs", "out"), shapes, byte_strides))
@@ -209,21 +240,36 @@ class Plan:
             w.user_md = self._md(geo.weight_dims, grouped)
 
         # what the primitive is asked to use
-        direct = hand_over_channels_last(geo)
-        if direct and is_channels_last(geo.x_shape, xs):
-            x_req = (x.user_md if not geo.cropped and not geo.padded
-                     else self._md(geo.src_dims, channels_last_strides(geo.src_dims)))
-        else:
-            x_req = self._md(geo.src_dims, tag=L.FORMAT_ANY)
-        y_req = (y.user_md if direct and is_channels_last(geo.y_shape, strides[y.key])
-                 else self._md(geo.y_shape, tag=L.FORMAT_ANY))
+        # plain NCHW only goes as it is when both activations have it (oneDNN has no
+        # fast kernel for one plain and one channels-last activation)
+        x_layout, y_layout = _layout(geo.x_shape, xs), _layout(geo.y_shape, strides[y.key])
+        x_direct, y_direct = (
+            a != "strided" and hand_over(geo, a) and (a != "nchw" or b == "nchw")
+            for a, b in ((x_layout, y_layout), (y_layout, x_layout)))
         w_req = self._md(geo.weight_dims, tag=L.FORMAT_ANY)
         b_md = self._md((geo.y_shape[1],), tag=L.FORMAT_A) if self.bias else None
-
-        pd = self._primitive_desc(x_req, w_req, y_req, b_md)
-        info = ctypes.c_char_p()
-        lib.call("dnnl_primitive_desc_query", pd, L.QUERY_IMPL_INFO_STR, 0, ctypes.byref(info))
-        impl = (info.value or b"?").decode()
+        any_x = self._md(geo.src_dims, tag=L.FORMAT_ANY)
+        any_y = self._md(geo.y_shape, tag=L.FORMAT_ANY)
+        x_req, y_req = any_x, any_y
+        if x_direct:
+            dense = (channels_last_strides(geo.src_dims) if x_layout == "channels_last"
+                     else elem_strides(geo.src_dims, None))
+            x_req = (x.user_md if not geo.cropped and not geo.padded
+                     else self._md(geo.src_dims, dense))
+        if y_direct:
+            y_req = y.user_md
+        attempts = [(x_req, y_req)]
+        if x_direct or y_direct:  # oneDNN's own layouts when it has nothing fast for ours
+            attempts.append((any_x, any_y))
+        for i, (x_md, y_md) in enumerate(attempts, 1):
+            try:
+                pd, impl = self._primitive_desc(x_md, w_req, y_md, b_md)
+            except Unsupported:
+                if i == len(attempts):
+                    raise
+                continue
+            if not impl.startswith("ref"):
+                break
         if impl.startswith("ref"):
             raise Unsupported(f"oneDNN has only its reference implementation ({impl})")
         self.name = f"onednn:{impl}"
@@ -276,7 +322,8 @@ class Plan:
     def _primitives(self) -> list[tuple]:
         return [op.reorder for op in self._operands if op.reorder] + [self._main]
 
-    def _primitive_desc(self, x_md, w_md, y_md, b_md) -> ctypes.c_void_p:
+    def _primitive_desc(self, x_md, w_md, y_md, b_md) -> tuple[ctypes.c_void_p, str]:
+        """The primitive descriptor for these memory descriptors, and its implementation."""
         geo, lib, name = self.geometry, self.lib, self.pass_name
         kind = geo.family
         params = (_dims(geo.strides), _dims(geo.dilates), _dims(geo.pad_l), _dims(geo.pad_r))
@@ -292,17 +339,23 @@ class Plan:
                 raise
             return self._own("dnnl_primitive_desc_destroy", pd)
 
+        def impl_of(pd: ctypes.c_void_p) -> tuple[ctypes.c_void_p, str]:
+            info = ctypes.c_char_p()
+            lib.call("dnnl_primitive_desc_query", pd, L.QUERY_IMPL_INFO_STR, 0,
+                     ctypes.byref(info))
+            return pd, (info.value or b"?").decode()
+
         attr = self._attr()
         hint = create(f"dnnl_{kind}_forward_primitive_desc_create", L.FORWARD_TRAINING, alg,
                       x_md, w_md, b_md if name == "forward" else None, y_md, *params,
                       attr if name == "forward" else None)
         if name == "forward":
-            return hint
+            return impl_of(hint)
         if name == "input_grad":
-            return create(f"dnnl_{kind}_backward_data_primitive_desc_create", alg, x_md, w_md,
-                          y_md, *params, hint, attr)
-        return create(f"dnnl_{kind}_backward_weights_primitive_desc_create", alg, x_md, w_md,
-                      b_md, y_md, *params, hint, attr)
+            return impl_of(create(f"dnnl_{kind}_backward_data_primitive_desc_create", alg,
+                                  x_md, w_md, y_md, *params, hint, attr))
+        return impl_of(create(f"dnnl_{kind}_backward_weights_primitive_desc_create", alg,
+                              x_md, w_md, b_md, y_md, *params, hint, attr))
 
     # -- running -----------------------------------------------------------------
     def run(self, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
