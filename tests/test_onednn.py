@@ -76,6 +76,10 @@ CASES = {
     "2d_input_dilation": ((2, 8, 6, 7), (6, 8, 3, 3), spec((1, 1), ((1, 2), (2, 0)), idil=(2, 3))),
     "2d_input_dilation_right_beyond": ((2, 8, 6, 7), (6, 8, 3, 3),
                                        spec((1, 1), ((0, 3), (1, 4)), idil=(2, 3))),
+    "2d_input_dilation_crop": ((2, 8, 9, 8), (6, 8, 3, 3),
+                               spec((1, 1), ((-3, -4), (-1, 2)), idil=(2, 3))),
+    "1d_input_dilation_crop_dilated": ((2, 4, 17), (4, 4, 3),
+                                       spec((1,), ((-7, -2),), (3,), (3,))),
     "2d_input_dilation_flip": ((2, 8, 6, 7), (6, 8, 3, 3),
                                spec((1, 1), ((2, 2), (1, 1)), idil=(2, 2), flip=True)),
     "2d_input_dilation_groups": ((2, 8, 5, 6), (4, 4, 2, 3),
@@ -202,7 +206,8 @@ def test_passes_against_torch():
 UNSUPPORTED = {
     "4 spatial dims": ((1, 2, 4, 4, 4, 4), (2, 2, 2, 2, 2, 2), spec((1,) * 4, ((0, 0),) * 4)),
     "input_dilation": ((1, 4, 6, 6), (4, 4, 3, 3), spec((2, 1), ((1, 1), (1, 1)), idil=(2, 1))),
-    "crop": ((1, 4, 6, 6), (4, 4, 3, 3), spec((1, 1), ((-1, 1), (1, 1)), idil=(2, 2))),
+    "beyond the kernel extent": ((1, 4, 6, 6), (4, 4, 3, 3),
+                                 spec((1, 1), ((3, 1), (1, 1)), idil=(2, 2))),
     "only padding": ((1, 4, 6, 6), (4, 4, 2, 2), spec((1, 1), ((-7, 9), (0, 0)))),
 }
 

@@ -16,9 +16,10 @@ Input dilation ``i`` with unit stride is a deconvolution (the input gradient of 
 convolution with stride ``i``): ``y[p] = sum_k x[(p + k*kd - lo) / i] w[k]`` is
 oneDNN's ``dst[p] = sum src[q] W[k']`` over ``p = q*i + k'*kd - pl`` with
 ``k' = K - 1 - k`` (the kernel reversed), ``pl = (K - 1)*kd - lo`` and
-``pr = (K - 1)*kd - hi``, which oneDNN takes for ``pl >= 0`` and ``pr > -i``.  Input
-dilation together with a stride > 1 is not a deconvolution; a deconvolution that
-crops or pads beyond that is not offered either: those are left to NumPy.
+``pr = (K - 1)*kd - hi``, which oneDNN takes for ``pl >= 0`` and ``pr > -i``; a crop
+(``lo < 0`` or ``hi < 0``) drops the inputs that reach no output, as above.  Input
+dilation together with a stride > 1 is not a deconvolution, and padding beyond those
+bounds is not offered: both are left to NumPy.
 """
 
 from __future__ import annotations
@@ -103,20 +104,31 @@ def geometry(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tupl
     if any(i > 1 for i in spec.input_dilation):
         if any(s > 1 for s in spec.stride):
             raise Unsupported(f"input_dilation={spec.input_dilation} with stride={spec.stride}")
-        pads = spec.padding
-        if any(lo < 0 or hi < 0 for lo, hi in pads):
-            raise Unsupported(f"input dilation with a crop (padding {pads})")
-        # oneDNN's deconvolution takes pl >= 0 and pr >= -(stride - 1)
-        if any(lo > (K[d] - 1) * kdil[d] or hi > (K[d] - 1) * kdil[d] + spec.input_dilation[d] - 1
-               for d, (lo, hi) in enumerate(pads)):
-            raise Unsupported(f"input dilation with padding {pads} beyond the kernel extent")
+        crop, pad_l, pad_r = [], [], []
+        for d, (lo, hi) in enumerate(spec.padding):
+            i, span = spec.input_dilation[d], (K[d] - 1) * kdil[d]
+            pl, pr = span - lo, span - hi
+            # oneDNN's deconvolution takes pl >= 0 and pr >= -(stride - 1)
+            if pl < 0 or pr < -(i - 1):
+                raise Unsupported(f"input dilation with padding {spec.padding} beyond the "
+                                  "kernel extent")
+            a, b = 0, L[d]
+            if pl > span:   # a crop (lo < 0): leading inputs that reach no output dropped
+                a = (pl - span) // i
+            if pr > span:   # hi < 0: the inputs after the last one reaching an output
+                b = min(L[d], (P[d] - 1 + pl) // i + 1)
+            if b - a < 1:
+                raise Unsupported(f"the convolution reads only padding in dim {d} "
+                                  f"(padding {(lo, hi)}, input length {L[d]})")
+            pl -= a * i
+            crop.append((a, b))
+            pad_l.append(pl)
+            pad_r.append((b - a - 1) * i + span + 1 - pl - P[d])
         return Geometry(
-            pass_name, "deconvolution", x_shape, w_shape, y_shape,
-            crop=tuple((0, n) for n in L), extra=((0, 0),) * nd, src_dims=x_shape,
+            pass_name, "deconvolution", x_shape, w_shape, y_shape, crop=tuple(crop),
+            extra=((0, 0),) * nd, src_dims=(*x_shape[:2], *(b - a for a, b in crop)),
             weight_dims=weight_dims, strides=spec.input_dilation,
-            dilates=tuple(d - 1 for d in kdil),
-            pad_l=tuple((K[d] - 1) * kdil[d] - pads[d][0] for d in range(nd)),
-            pad_r=tuple((K[d] - 1) * kdil[d] - pads[d][1] for d in range(nd)),
+            dilates=tuple(d - 1 for d in kdil), pad_l=tuple(pad_l), pad_r=tuple(pad_r),
             flip_weights=not spec.flip)
     crop, extra, pad_l, pad_r = [], [], [], []
     for d in range(nd):
