@@ -43,8 +43,9 @@ def hand_over(geo: Geometry, layout: str) -> bool:
 
     Measured on W1-W8 (2 threads, AVX-512, a shared machine: provisional), direct
     over blocked, channels-last: forward 0.44-0.89, input gradient 0.54-0.99; weight
-    gradient 0.36-1.0 for W1, W2, W4, W5, W6 but 1.17-1.18 for W7 (1-D), 1.12-1.18
-    for W8 (8 groups of 16) and 0.99-1.54 for W3 (3 input channels).  NCHW: only
+    gradient 0.50-0.87 for W2, W4, W6, 0.36-1.02 for W5, 0.71-1.14 for W1, but
+    1.11-1.31 for W7 (1-D), 1.03-1.18 for W8 (8 groups of 16) and 0.99-1.54 for W3
+    (3 input channels).  NCHW: only
     unpadded, unstrided 1x1 convolutions gain (W2, 1 thread: forward and input
     gradient 0.63-0.79, oneDNN then runs them as one GEMM); the weight gradient's
     measurements disagreed (0.70-1.9), so it keeps the blocked layout.
