@@ -23,8 +23,8 @@ from convgrad.ops import (
 )
 from convgrad.ops.workspace import workspace_limit
 
-pytestmark = pytest.mark.skipif(not onednn_available(),
-                                reason=f"oneDNN unavailable: {onednn.unavailable_reason()}")
+needs_onednn = pytest.mark.skipif(not onednn_available(),
+                                  reason=f"oneDNN unavailable: {onednn.unavailable_reason()}")
 
 TOL = 1e-5
 SRC = os.path.join(os.path.dirname(__file__), os.pardir, "src")
@@ -102,6 +102,7 @@ def _data(x_shape, w_shape, s, seed=0):
     return x, w, gy, b
 
 
+@needs_onednn
 @pytest.mark.parametrize("layout", ["nchw", "channels_last"])
 @pytest.mark.parametrize("with_bias", [False, True])
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -143,6 +144,7 @@ def test_passes_match_numpy_engine(case, with_bias, layout):
         assert rel_err(gb, gy.sum(axis=(0, *range(2, gy.ndim)))) <= TOL
 
 
+@needs_onednn
 def test_padding_beyond_kernel_avoids_gemm():
     # padding >= the kernel extent is padded explicitly so a jit kernel serves it
     s = spec((1, 1), ((1, 2), (0, 3)))
@@ -153,6 +155,7 @@ def test_padding_beyond_kernel_avoids_gemm():
     assert p is not None and "gemm" not in p.name, p
 
 
+@needs_onednn
 @pytest.mark.parametrize("stride,padding,output_padding,dilation,groups", [
     (2, 1, 1, 1, 1), (2, 1, 0, 1, 1), (3, 2, 2, 1, 2), (2, 0, 1, 2, 1), (1, 1, 0, 1, 4),
 ])
@@ -178,6 +181,7 @@ def test_transposed_convolution_against_torch(stride, padding, output_padding, d
     assert rel_err(out, ref) <= TOL
 
 
+@needs_onednn
 def test_passes_against_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(4)
@@ -212,6 +216,7 @@ UNSUPPORTED = {
 }
 
 
+@needs_onednn
 @pytest.mark.parametrize("case", sorted(UNSUPPORTED))
 def test_unsupported_specs_return_none(case):
     x_shape, w_shape, s = UNSUPPORTED[case]
@@ -223,6 +228,7 @@ def test_unsupported_specs_return_none(case):
         assert case in onednn.reason(name, *shapes, s)
 
 
+@needs_onednn
 def test_float64_and_odd_strides_are_unsupported():
     s = spec((1, 1), ((1, 1), (1, 1)))
     shapes = ((2, 4, 8, 8), (4, 4, 3, 3), (2, 4, 8, 8))
@@ -234,6 +240,7 @@ def test_float64_and_odd_strides_are_unsupported():
     assert onednn.plan_for("forward", x.astype(np.float64), w, y, s) is None
 
 
+@needs_onednn
 def test_strided_views_are_reordered():
     rng = np.random.default_rng(5)
     s = spec((1, 1), ((1, 1), (1, 1)))
@@ -247,6 +254,7 @@ def test_strided_views_are_reordered():
     assert "lhs" in p.reorders and "out" in p.reorders
 
 
+@needs_onednn
 def test_run_checks_its_arrays():
     s = spec((1, 1), ((1, 1), (1, 1)))
     x, w = np.zeros((2, 4, 8, 8), np.float32), np.zeros((4, 4, 3, 3), np.float32)
@@ -268,6 +276,7 @@ def test_run_checks_its_arrays():
         onednn.plan("input_grad", y.shape, w.shape, x.shape, s, bias=True)
 
 
+@needs_onednn
 def test_bias_in_other_dtype_or_layout():
     rng = np.random.default_rng(6)
     s = spec((1,), ((1, 1),))
@@ -285,6 +294,7 @@ def test_bias_in_other_dtype_or_layout():
     assert rel_err(gb, gy.astype(np.float64).sum(axis=(0, 2))) <= TOL
 
 
+@needs_onednn
 def test_workspace_limit_makes_plan_none():
     s = spec((1, 1), ((1, 1), (1, 1)))
     shapes = ((4, 32, 32, 32), (32, 32, 3, 3), (4, 32, 32, 32))  # 512 KiB reordered x
@@ -296,6 +306,7 @@ def test_workspace_limit_makes_plan_none():
     assert onednn.plan("forward", *shapes, s) is p
 
 
+@needs_onednn
 def test_thread_count_is_part_of_the_plan(monkeypatch):
     s = spec((1, 1), ((1, 1), (1, 1)))
     rng = np.random.default_rng(7)
@@ -326,6 +337,7 @@ def _work(i: int):
     return name, lhs, rhs, out_shape, s
 
 
+@needs_onednn
 def test_concurrent_plans_give_serial_results():
     jobs = [_work(i) for i in range(8)]
     serial = []
@@ -361,6 +373,7 @@ def test_concurrent_plans_give_serial_results():
             np.testing.assert_array_equal(out, serial[j])
 
 
+@needs_onednn
 def test_cache_stays_bounded(monkeypatch):
     onednn.clear_cache()
     monkeypatch.setattr(onednn._cache, "capacity", 4)
@@ -379,6 +392,7 @@ def test_cache_stays_bounded(monkeypatch):
     assert rel_err(y, conv_forward(x.astype(np.float64), w.astype(np.float64), s)) <= TOL
 
 
+@needs_onednn
 def test_arena_bounded_by_largest_plan():
     onednn.clear_cache()
     s = spec((1, 1), ((1, 1), (1, 1)))
@@ -393,7 +407,8 @@ def test_arena_bounded_by_largest_plan():
 
 
 def _subprocess(code: str, **env) -> dict:
-    full_env = {**os.environ, "PYTHONPATH": os.path.abspath(SRC), **env}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("CONVGRAD_ONEDNN")}
+    full_env = {**inherited, "PYTHONPATH": os.path.abspath(SRC), **env}
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env,
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
@@ -461,6 +476,7 @@ TORCH_ORDER = """
 """
 
 
+@needs_onednn
 @pytest.mark.parametrize("torch_first", [True, False])
 def test_torch_imported_before_or_after(torch_first):
     pytest.importorskip("torch")
@@ -471,6 +487,7 @@ def test_torch_imported_before_or_after(torch_first):
     assert r["err"] <= TOL and r["torch_err"] <= TOL
 
 
+@needs_onednn
 def test_layout_helpers():
     a = onednn.empty((2, 3, 4, 5), channels_last=True)
     assert a.shape == (2, 3, 4, 5) and onednn.is_channels_last(a)
