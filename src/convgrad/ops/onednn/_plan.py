@@ -45,10 +45,10 @@ def hand_over(geo: Geometry, layout: str) -> bool:
     over blocked, channels-last: forward 0.44-0.89, input gradient 0.54-0.99; weight
     gradient 0.50-0.87 for W2, W4, W6, 0.36-1.02 for W5, 0.71-1.14 for W1, but
     1.11-1.31 for W7 (1-D), 1.03-1.18 for W8 (8 groups of 16) and 0.99-1.54 for W3
-    (3 input channels).  NCHW: only
-    unpadded, unstrided 1x1 convolutions gain (W2, 1 thread: forward and input
-    gradient 0.63-0.79, oneDNN then runs them as one GEMM); the weight gradient's
-    measurements disagreed (0.70-1.9), so it keeps the blocked layout.
+    (3 input channels).  NCHW: only unpadded, unstrided 1x1 convolutions gain (W2,
+    forward and input gradient 0.63-0.79 of blocked, 0.61-0.72 of torch; oneDNN runs
+    them as one GEMM); for their weight gradient the measurements disagreed
+    (0.70-1.9), so it keeps the blocked layout.
     """
     grouped = len(geo.weight_dims) > len(geo.w_shape)
     c_per_group = geo.w_shape[1]
