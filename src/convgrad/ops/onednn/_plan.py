@@ -26,6 +26,7 @@ from math import prod
 import numpy as np
 
 from ..parallel import single_threaded_blas
+from ..workspace import get_workspace_limit
 from . import _library as L
 from ._geometry import Geometry, Unsupported
 
@@ -451,8 +452,10 @@ class _Arena(threading.local):
         self.base, self.shift, self.size, self.token = 0, 0, 0, 0
 
     def ensure(self, nbytes: int) -> None:
+        """At least ``nbytes``; grows by doubling, but never past the workspace limit
+        unless one plan needs more (it fitted the limit in force when it was planned)."""
         if nbytes > self.size:
-            size = max(nbytes, 2 * self.size)
+            size = max(nbytes, min(2 * self.size, get_workspace_limit()))
             self.raw = np.empty(size + ALIGNMENT, dtype=np.uint8)
             ptr = self.raw.ctypes.data
             self.shift = (-ptr) % ALIGNMENT
