@@ -5,6 +5,8 @@ are the only places in convgrad that do convolution arithmetic.
 """
 
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
+from .onednn import available as onednn_available
 from .spec import ConvSpec
 
-__all__ = ["ConvSpec", "conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad"]
+__all__ = ["ConvSpec", "conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad",
+           "onednn_available"]

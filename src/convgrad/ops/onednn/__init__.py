@@ -1,0 +1,218 @@
+"""oneDNN as a convolution backend: float32 passes through oneDNN's C API (ctypes).
+
+The three passes of a convolution ``y = conv(x, w)`` per a :class:`~convgrad.ops.ConvSpec`:
+
+* ``"forward"``: (x, w) -> y, the bias added in the same primitive;
+* ``"input_grad"``: (gy, w) -> gx, oneDNN's backward-data (a transposed convolution
+  is the input gradient of the convolution it transposes);
+* ``"weight_grad"``: (x, gy) -> gw, oneDNN's backward-weights, with the bias gradient
+  from the same primitive.
+
+:func:`plan` returns a cached :class:`Plan` whose ``run(lhs, rhs, out)`` computes
+the pass, or ``None`` when oneDNN is unavailable or the pass is outside what it
+does well (float64, 4+ spatial dims, input dilation with a stride, a reference-only
+implementation, a workspace above the limit); :func:`reason` says why.  Plans are
+kept per (pass, shapes, strides, spec, dtype, bias, thread count) in a bounded LRU
+cache.  The library loads on first use; ``CONVGRAD_ONEDNN=0`` disables it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from ..parallel import num_threads
+from ..spec import ConvSpec
+from ..workspace import get_workspace_limit
+from . import _library
+from ._geometry import PASSES, Unsupported, geometry
+from ._plan import Plan, arena_bytes, build, release_arena
+from ._plan import is_channels_last as _dense_channels_last
+
+__all__ = ["PASSES", "Plan", "available", "cache_info", "clear_cache", "empty",
+           "is_channels_last", "plan", "plan_for", "reason", "run", "unavailable_reason"]
+
+CACHE_CAPACITY = 128
+_F32 = np.dtype(np.float32)
+_FN = "onednn.plan"
+
+
+def available() -> bool:
+    """Whether oneDNN loaded (False when disabled by ``CONVGRAD_ONEDNN=0``)."""
+    return _library.library() is not None
+
+
+def unavailable_reason() -> str:
+    """Why :func:`available` is False ('' when it is True)."""
+    return _library.failure()
+
+
+class _Cache:
+    """Plans (or the reason a key is unsupported) in least-recently-used order."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()        # guards the dictionary (held briefly)
+        self._building = threading.Lock()    # one plan built at a time
+        self.hits = self.misses = 0
+
+    def get(self, key):
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+            return entry
+
+    def get_or_build(self, key, make):
+        entry = self.get(key)
+        if entry is not None:
+            return entry
+        with self._building:
+            entry = self.get(key)
+            if entry is not None:
+                return entry
+            try:
+                entry = make()
+            except Unsupported as e:
+                entry = str(e)
+            except _library.DnnlError as e:  # out of memory, a runtime error: NumPy runs it
+                entry = f"oneDNN failed: {e}"
+                _library.log.debug("oneDNN plan %s failed: %s", key, e)
+            with self._lock:
+                self.misses += 1
+                self._entries[key] = entry
+                while len(self._entries) > self.capacity:
+                    self._entries.popitem(last=False)  # a running plan stays alive
+            return entry
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.hits = self.misses = 0
+
+    def info(self) -> dict:
+        with self._lock:
+            plans = sum(isinstance(e, Plan) for e in self._entries.values())
+            return {"entries": len(self._entries), "plans": plans, "capacity": self.capacity,
+                    "hits": self.hits, "misses": self.misses}
+
+
+_cache = _Cache(CACHE_CAPACITY)
+
+
+def cache_info() -> dict:
+    """Entries (plans and unsupported keys), plans, capacity, hits and misses of the cache,
+    and the bytes of this thread's arena."""
+    return {**_cache.info(), "arena_bytes": arena_bytes()}
+
+
+def clear_cache() -> None:
+    """Drop every cached plan and this thread's arena."""
+    _cache.clear()
+    release_arena()
+
+
+def is_channels_last(a: np.ndarray) -> bool:
+    """Whether ``a`` (N, C, *spatial) is laid out densely as (N, *spatial, C) with C > 1."""
+    if a.ndim < 3 or any(s % a.itemsize for s in a.strides):
+        return False
+    return _dense_channels_last(a.shape, tuple(s // a.itemsize for s in a.strides))
+
+
+def empty(shape: tuple, channels_last: bool = False, dtype=np.float32) -> np.ndarray:
+    """An uninitialised (N, C, *spatial) array, channels-last in memory if asked."""
+    shape = tuple(shape)
+    if not channels_last or len(shape) < 3:
+        return np.empty(shape, dtype=dtype)
+    perm = (0, *range(2, len(shape)), 1)
+    return np.empty(tuple(shape[d] for d in perm), dtype=dtype).transpose(np.argsort(perm))
+
+
+def _check_strides(strides) -> tuple:
+    if strides is None:
+        return (None, None, None)
+    if not isinstance(strides, tuple | list) or len(strides) != 3:
+        raise TypeError(f"{_FN}: strides={strides!r} must be (lhs, rhs, out) byte strides "
+                        "(each a tuple or None)")
+    return tuple(None if st is None else tuple(st) for st in strides)
+
+
+def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
+            spec: ConvSpec, dtype, strides, bias: bool):
+    """A Plan, or the reason (a string) there is none."""
+    if not isinstance(spec, ConvSpec):
+        raise TypeError(f"{_FN}: spec must be a ConvSpec, got {type(spec).__name__}")
+    lib = _library.library()
+    if lib is None:
+        return f"oneDNN unavailable: {_library.failure()}"
+    if np.dtype(dtype) != np.float32:
+        return f"dtype {np.dtype(dtype)}: oneDNN convolves float32 only on CPU"
+    if bias and pass_name == "input_grad":
+        raise ValueError(f"{_FN}: bias=True is meaningless for pass 'input_grad'")
+    shapes = (tuple(lhs_shape), tuple(rhs_shape), tuple(out_shape))
+    strides = _check_strides(strides)
+    key = (pass_name, shapes, strides, spec, bool(bias), num_threads())
+    threads = key[-1]
+
+    def make():
+        geo = geometry(pass_name, *shapes, spec, _FN)
+        return build(lib, geo, shapes, strides, bool(bias), threads)
+
+    try:
+        entry = _cache.get_or_build(key, make)
+    except Unsupported as e:  # from the stride check, before the cache
+        return str(e)
+    if isinstance(entry, str):
+        return entry
+    limit = get_workspace_limit()
+    if entry.workspace_bytes > limit:
+        return f"workspace {entry.workspace_bytes} bytes > the limit {limit}"
+    return entry
+
+
+def plan(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
+         spec: ConvSpec, dtype=np.float32, strides=None, bias: bool = False) -> Plan | None:
+    """The cached oneDNN plan for one convolution pass, or ``None`` if it cannot run.
+
+    ``pass_name`` is ``"forward"`` (lhs x, rhs w, out y), ``"input_grad"`` (gy, w ->
+    gx) or ``"weight_grad"`` (x, gy -> gw); shapes in convgrad's layout, x (N, C_in, *L),
+    w (C_out, C_in/groups, *K), y per ``spec``.  ``strides``: the numpy (byte) strides of
+    (lhs, rhs, out), ``None`` for C-contiguous.  ``bias``: the forward adds a bias / the
+    weight gradient also writes the bias gradient.  Shapes that disagree with ``spec``
+    raise ValueError.
+    """
+    entry = _lookup(pass_name, lhs_shape, rhs_shape, out_shape, spec, dtype, strides, bias)
+    return entry if isinstance(entry, Plan) else None
+
+
+def reason(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
+           spec: ConvSpec, dtype=np.float32, strides=None, bias: bool = False) -> str | None:
+    """Why :func:`plan` returns ``None`` for these arguments (``None`` when it does not)."""
+    entry = _lookup(pass_name, lhs_shape, rhs_shape, out_shape, spec, dtype, strides, bias)
+    return None if isinstance(entry, Plan) else entry
+
+
+def plan_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
+             spec: ConvSpec, bias: bool = False) -> Plan | None:
+    """:func:`plan` for these arrays (shapes, dtypes, strides, alignment taken from them)."""
+    arrays = (lhs, rhs, out)
+    if any(a.dtype is not _F32 or not a.flags.aligned for a in arrays):
+        return None
+    return plan(pass_name, lhs.shape, rhs.shape, out.shape, spec, np.float32,
+                tuple(a.strides for a in arrays), bias)
+
+
+def run(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray, spec: ConvSpec,
+        bias: np.ndarray | None = None, bias_grad_out: np.ndarray | None = None) -> Plan | None:
+    """Compute the pass into ``out`` with oneDNN if it can; returns the plan used, or
+    ``None`` (nothing written) if it cannot."""
+    p = plan_for(pass_name, lhs, rhs, out, spec,
+                 bias=(bias if pass_name == "forward" else bias_grad_out) is not None)
+    if p is None:
+        return None
+    p.run(lhs, rhs, out, bias=bias, bias_grad_out=bias_grad_out)
+    return p

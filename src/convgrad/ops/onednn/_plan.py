@@ -1,0 +1,603 @@
+"""One pass of one convolution as oneDNN primitives, built once and run many times.
+
+A :class:`Plan` owns oneDNN's primitive (forward, backward-data or backward-weights
+of a convolution or deconvolution, see :mod:`._geometry`) and the reorders between
+the caller's arrays and the layouts oneDNN chose.  What one run needs besides the
+caller's arrays (reordered tensors, a flipped weight, the scratchpad) lives in a
+per-thread arena that grows to the largest plan the thread ran (each plan is held
+to the workspace limit), so concurrent runs never share a buffer and idle plans
+hold no memory.  Memory objects and argument lists are kept in contexts, one per
+thread running the plan at a time (one idle context is kept).
+
+Layout: a dense activation is handed to oneDNN as it is where that measured faster
+(:func:`hand_over`: most channels-last passes, NCHW 1x1 convolutions); any other
+activation, and every weight, is described with ``format_tag_any`` and reordered
+from or to the caller's array (a reorder that keeps the layout is skipped).  The
+arrays' strides are part of the plan.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+from math import prod
+
+import numpy as np
+
+from ..parallel import single_threaded_blas
+from ..workspace import get_workspace_limit
+from . import _library as L
+from ._geometry import Geometry, Unsupported
+
+__all__ = ["Plan", "build", "channels_last_strides", "elem_strides", "hand_over",
+           "is_channels_last"]
+
+ALIGNMENT = 64
+ITEMSIZE = 4
+F32 = np.dtype(np.float32)
+
+
+def hand_over(geo: Geometry, layout: str) -> bool:
+    """Whether dense activations in ``layout`` ("channels_last" or "nchw") go to oneDNN
+    as they are, or are reordered to its blocked layout first (the default).
+
+    Measured on W1-W8 (2 threads, AVX-512, a shared machine: provisional), direct
+    over blocked, channels-last: forward 0.44-0.89, input gradient 0.54-0.99; weight
+    gradient 0.50-0.87 for W2, W4, W6, 0.36-1.02 for W5, 0.71-1.14 for W1, but
+    1.11-1.31 for W7 (1-D), 1.03-1.18 for W8 (8 groups of 16) and 0.99-1.54 for W3
+    (3 input channels).  NCHW: only unpadded, unstrided 1x1 convolutions gain (W2,
+    forward and input gradient 0.63-0.79 of blocked, 0.61-0.72 of torch; oneDNN runs
+    them as one GEMM); for their weight gradient the measurements disagreed
+    (0.70-1.9), so it keeps the blocked layout.
+    """
+    grouped = len(geo.weight_dims) > len(geo.w_shape)
+    c_per_group = geo.w_shape[1]
+    if layout == "nchw":
+        pointwise = (all(k == 1 for k in geo.w_shape[2:]) and all(s == 1 for s in geo.strides)
+                     and not any((*geo.pad_l, *geo.pad_r)) and not geo.cropped
+                     and not geo.padded)
+        return pointwise and not grouped and geo.pass_name != "weight_grad"
+    if geo.pass_name != "weight_grad":
+        return True
+    depthwise = grouped and c_per_group == 1
+    return len(geo.strides) > 1 and (depthwise or (not grouped and c_per_group >= 8))
+
+
+def _layout(shape: tuple, strides: tuple) -> str:
+    """"channels_last", "nchw" (dense, C-contiguous) or "strided" (anything else)."""
+    if is_channels_last(shape, strides):
+        return "channels_last"
+    if strides == elem_strides(shape, None) or all(
+            n == 1 or s == d for n, s, d in zip(shape, strides, elem_strides(shape, None))):
+        return "nchw"
+    return "strided"
+
+
+def elem_strides(shape: tuple, strides: tuple | None, itemsize: int = ITEMSIZE
+                 ) -> tuple[int, ...]:
+    """Element strides of an array (C-contiguous when ``strides`` is None); size-1 dims
+    get a stride past the whole array.  Raises :class:`Unsupported`."""
+    if strides is None:
+        out, acc = [], 1
+        for n in reversed(shape):
+            out.append(acc)
+            acc *= n
+        return tuple(reversed(out))
+    if len(strides) != len(shape):
+        raise ValueError(f"onednn.plan: strides {strides} do not match shape {shape}")
+    out = []
+    for n, s in zip(shape, strides):
+        if n > 1 and (s <= 0 or s % itemsize):
+            raise Unsupported(f"strides {strides} (not positive whole elements)")
+        out.append(s // itemsize)
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, out) if n > 1)
+    return tuple(s if n > 1 else span for n, s in zip(shape, out))
+
+
+def is_channels_last(shape: tuple, strides: tuple) -> bool:
+    """Dense (N, *spatial, C) memory in element ``strides``, with C > 1."""
+    if len(shape) < 3 or shape[1] < 2:
+        return False
+    acc = 1
+    for d in (1, *range(len(shape) - 1, 1, -1), 0):  # innermost first
+        if shape[d] > 1 and strides[d] != acc:
+            return False
+        acc *= shape[d]
+    return True
+
+
+def channels_last_strides(shape: tuple) -> tuple[int, ...]:
+    """Element strides of a dense channels-last array of ``shape``."""
+    out = [0] * len(shape)
+    acc = 1
+    for d in (1, *range(len(shape) - 1, 1, -1), 0):
+        out[d] = acc
+        acc *= shape[d]
+    return tuple(out)
+
+
+def _normalized(shape: tuple, strides: tuple) -> tuple[int, ...]:
+    """Strides with size-1 dims given the value of the dense layout they belong to, so
+    oneDNN recognises a plain layout."""
+    layout = _layout(shape, strides)
+    if layout == "strided":
+        return strides
+    dense = channels_last_strides(shape) if layout == "channels_last" else elem_strides(
+        shape, None)
+    return tuple(d if n == 1 else s for n, s, d in zip(shape, strides, dense))
+
+
+def _dims(values: tuple) -> L.Dims:
+    d = L.Dims()
+    for i, v in enumerate(values):
+        d[i] = v
+    return d
+
+
+def _round(n: int) -> int:
+    return -(-n // ALIGNMENT) * ALIGNMENT
+
+
+class _Operand:
+    """One argument of the main primitive and how it meets the caller's array."""
+
+    def __init__(self, arg: int, key: str, output: bool) -> None:
+        self.arg, self.key, self.output = arg, key, output
+        self.user_md = None          # the caller's array (its crop), or the staging copy
+        self.offset = 0              # bytes from the array's data pointer to the crop
+        self.flip_nd = 0             # > 0: a contiguous staging copy reversed in nd dims
+        self.staging_at = 0          # its arena offset
+        self.prim_md = None          # what the primitive reads or writes
+        self.inner_md = None         # the reorder's side in the primitive's buffer
+        self.reorder = None          # (primitive, scratchpad descriptor, scratchpad bytes)
+        self.buffer_at = 0           # arena offset of the primitive's buffer
+        self.buffer_bytes = 0        # its size (0: the primitive uses the caller's array)
+        self.zero = False            # the buffer holds explicit zero padding
+
+
+class Plan:
+    """A cached oneDNN execution of one convolution pass (see the module docstring).
+
+    Attributes: ``name`` (``"onednn:"`` and oneDNN's implementation, e.g.
+    ``onednn:brg:avx512_core``), ``flops``, ``workspace_bytes`` (arena bytes one run
+    needs), ``reorders`` (the arguments copied between the caller's layout and
+    oneDNN's), ``pass_name``, ``shapes`` and ``byte_strides`` (of lhs, rhs, out;
+    ``None``: C-contiguous), ``bias``, ``threads``.
+    """
+
+    def __init__(self, lib: L.Library, geo: Geometry, shapes: tuple, byte_strides: tuple,
+                 bias: bool, threads: int) -> None:
+        self._owned: list[tuple[str, ctypes.c_void_p]] = []
+        self._idle: list[_Context] = []
+        self._lock = threading.Lock()
+        self.lib, self.geometry, self.threads = lib, geo, threads
+        self.pass_name = geo.pass_name
+        self.shapes, self.byte_strides, self.bias = shapes, byte_strides, bias
+        self.strides = tuple(_normalized(sh, elem_strides(sh, st))
+                             for sh, st in zip(shapes, byte_strides))
+        self._expect = tuple(  # what run() checks: key, shape, strides, C-contiguous strides
+            (key, sh, st, tuple(ITEMSIZE * v for v in elem_strides(sh, None)))
+            for key, sh, st in zip(("lhs", "rhs", "out"), shapes, byte_strides))
+        self.name, self.flops, self.workspace_bytes, self.reorders = "", 0, 0, ()
+        self.bias_key = "bias" if self.pass_name == "forward" else "bias_grad"
+        self._operands: list[_Operand] = []
+        self._main = None             # (primitive, scratchpad descriptor, scratchpad bytes)
+
+    # -- building ----------------------------------------------------------------
+    def _own(self, kind: str, handle: ctypes.c_void_p) -> ctypes.c_void_p:
+        self._owned.append((kind, handle))
+        return handle
+
+    def _md(self, dims: tuple, strides: tuple | None = None, tag: int | None = None):
+        md = ctypes.c_void_p()
+        if strides is None:
+            self.lib.call("dnnl_memory_desc_create_with_tag", ctypes.byref(md), len(dims),
+                          _dims(dims), L.F32, tag)
+        else:
+            self.lib.call("dnnl_memory_desc_create_with_strides", ctypes.byref(md), len(dims),
+                          _dims(dims), L.F32, _dims(strides))
+        return self._own("dnnl_memory_desc_destroy", md)
+
+    def _attr(self) -> ctypes.c_void_p:
+        attr = ctypes.c_void_p()
+        self.lib.call("dnnl_primitive_attr_create", ctypes.byref(attr))
+        self._own("dnnl_primitive_attr_destroy", attr)
+        self.lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, L.SCRATCHPAD_USER)
+        return attr
+
+    def _primitive(self, pd: ctypes.c_void_p) -> tuple:
+        """The primitive of ``pd``, its scratchpad descriptor and the scratchpad's bytes."""
+        prim = ctypes.c_void_p()
+        self.lib.call("dnnl_primitive_create", ctypes.byref(prim), pd)
+        self._own("dnnl_primitive_destroy", prim)
+        scratch = self.lib.raw("dnnl_primitive_desc_query_md")(pd, L.QUERY_SCRATCHPAD_MD, 0)
+        size = self.lib.raw("dnnl_memory_desc_get_size")(scratch) if scratch else 0
+        return prim, scratch, int(size)
+
+    def build(self) -> None:
+        geo, lib, name = self.geometry, self.lib, self.pass_name
+        key_of = dict(zip(geo.roles, ("lhs", "rhs", "out")))
+        strides = dict(zip(("lhs", "rhs", "out"), self.strides))
+        fwd, bwd_data, bwd_weights = (name == p for p in ("forward", "input_grad",
+                                                          "weight_grad"))
+        x = _Operand(L.ARG_DIFF_SRC if bwd_data else L.ARG_SRC, key_of["x"], bwd_data)
+        w = _Operand(L.ARG_DIFF_WEIGHTS if bwd_weights else L.ARG_WEIGHTS, key_of["w"],
+                     bwd_weights)
+        y = _Operand(L.ARG_DST if fwd else L.ARG_DIFF_DST, key_of["y"], fwd)
+
+        # the caller's side of each operand
+        xs = strides[x.key]
+        x.offset = ITEMSIZE * sum(a * s for (a, _), s in zip(geo.crop, xs[2:]))
+        crop_dims = (*geo.x_shape[:2], *(b - a for a, b in geo.crop))
+        x.user_md = self._md(crop_dims, xs)
+        y.user_md = self._md(geo.y_shape, strides[y.key])
+        if geo.flip_weights:
+            w.flip_nd = len(geo.strides)
+            w.user_md = self._md(geo.weight_dims, tag=L.FORMAT_A + len(geo.weight_dims) - 1)
+        else:
+            ws = strides[w.key]
+            grouped = ws if len(geo.weight_dims) == len(ws) else (geo.weight_dims[1] * ws[0],
+                                                                  *ws)
+            w.user_md = self._md(geo.weight_dims, grouped)
+
+        # what the primitive is asked to use
+        # plain NCHW only goes as it is when both activations have it (oneDNN has no
+        # fast kernel for one plain and one channels-last activation)
+        x_layout, y_layout = _layout(geo.x_shape, xs), _layout(geo.y_shape, strides[y.key])
+        x_direct, y_direct = (
+            a != "strided" and hand_over(geo, a) and (a != "nchw" or b == "nchw")
+            for a, b in ((x_layout, y_layout), (y_layout, x_layout)))
+        w_req = self._md(geo.weight_dims, tag=L.FORMAT_ANY)
+        b_md = self._md((geo.y_shape[1],), tag=L.FORMAT_A) if self.bias else None
+        any_x = self._md(geo.src_dims, tag=L.FORMAT_ANY)
+        any_y = self._md(geo.y_shape, tag=L.FORMAT_ANY)
+        x_req, y_req = any_x, any_y
+        if x_direct:
+            dense = (channels_last_strides(geo.src_dims) if x_layout == "channels_last"
+                     else elem_strides(geo.src_dims, None))
+            x_req = (x.user_md if not geo.cropped and not geo.padded
+                     else self._md(geo.src_dims, dense))
+        if y_direct:
+            y_req = y.user_md
+        attempts = [(x_req, y_req)]
+        if x_direct or y_direct:  # oneDNN's own layouts when it has nothing fast for ours
+            attempts.append((any_x, any_y))
+        for i, (x_md, y_md) in enumerate(attempts, 1):
+            try:
+                pd, impl = self._primitive_desc(x_md, w_req, y_md, b_md)
+            except Unsupported:
+                if i == len(attempts):
+                    raise
+                continue
+            if not impl.startswith("ref"):
+                break
+        if impl.startswith("ref"):
+            raise Unsupported(f"oneDNN has only its reference implementation ({impl})")
+        self.name = f"onednn:{impl}"
+        query = lib.raw("dnnl_primitive_desc_query_md")
+        x.prim_md = query(pd, L.QUERY_DIFF_SRC_MD if bwd_data else L.QUERY_SRC_MD, 0)
+        w.prim_md = query(pd, L.QUERY_DIFF_WEIGHTS_MD if bwd_weights else L.QUERY_WEIGHTS_MD, 0)
+        y.prim_md = query(pd, L.QUERY_DST_MD if fwd else L.QUERY_DIFF_DST_MD, 0)
+        self._main = self._primitive(pd)
+
+        # reorders between the caller's side and the primitive's
+        equal, size = lib.raw("dnnl_memory_desc_equal"), lib.raw("dnnl_memory_desc_get_size")
+        for op in (x, w, y):
+            if op is x and geo.padded:
+                sub = ctypes.c_void_p()
+                offsets = (0, 0, *(lo for lo, _ in geo.extra))
+                lib.call("dnnl_memory_desc_create_submemory", ctypes.byref(sub), op.prim_md,
+                         _dims(crop_dims), _dims(offsets))
+                op.inner_md = self._own("dnnl_memory_desc_destroy", sub)
+                op.zero = not op.output
+            elif equal(op.user_md, op.prim_md):
+                continue
+            else:
+                op.inner_md = op.prim_md
+            src, dst = (op.inner_md, op.user_md) if op.output else (op.user_md, op.inner_md)
+            rpd = ctypes.c_void_p()
+            lib.call("dnnl_reorder_primitive_desc_create", ctypes.byref(rpd), src, lib.engine,
+                     dst, lib.engine, self._attr())
+            self._own("dnnl_primitive_desc_destroy", rpd)
+            op.reorder = self._primitive(rpd)
+            op.buffer_bytes = int(size(op.prim_md))
+        self._operands = [x, w, y]
+        if self.bias:
+            b = _Operand(L.ARG_BIAS if fwd else L.ARG_DIFF_BIAS, self.bias_key, not fwd)
+            b.user_md = b.prim_md = b_md
+            self._operands.append(b)
+        self.reorders = tuple(op.key for op in self._operands if op.reorder)
+
+        # the arena: scratchpad (shared by the plan's primitives, which run in turn),
+        # then each operand's buffer and staging copy
+        at = _round(max(step[2] for step in self._primitives()))
+        for op in self._operands:
+            if op.buffer_bytes:
+                op.buffer_at, at = at, at + _round(op.buffer_bytes)
+            if op.flip_nd:
+                op.staging_at, at = at, at + _round(ITEMSIZE * prod(geo.w_shape))
+        self.workspace_bytes = at
+        N, C_out = geo.y_shape[:2]
+        self.flops = 2 * N * C_out * prod(geo.w_shape[1:]) * prod(geo.y_shape[2:])
+
+    def _primitives(self) -> list[tuple]:
+        return [op.reorder for op in self._operands if op.reorder] + [self._main]
+
+    def _primitive_desc(self, x_md, w_md, y_md, b_md) -> tuple[ctypes.c_void_p, str]:
+        """The primitive descriptor for these memory descriptors, and its implementation."""
+        geo, lib, name = self.geometry, self.lib, self.pass_name
+        kind = geo.family
+        params = (_dims(geo.strides), _dims(geo.dilates), _dims(geo.pad_l), _dims(geo.pad_r))
+        alg = L.CONVOLUTION_DIRECT if kind == "convolution" else L.DECONVOLUTION_DIRECT
+
+        def create(fn: str, *args: object) -> ctypes.c_void_p:
+            pd = ctypes.c_void_p()
+            try:
+                lib.call(fn, ctypes.byref(pd), lib.engine, *args)
+            except L.DnnlError as e:
+                if e.status in (L.UNIMPLEMENTED, L.INVALID_ARGUMENTS):
+                    raise Unsupported(f"oneDNN rejects this {kind} ({e})") from None
+                raise
+            return self._own("dnnl_primitive_desc_destroy", pd)
+
+        def impl_of(pd: ctypes.c_void_p) -> tuple[ctypes.c_void_p, str]:
+            info = ctypes.c_char_p()
+            lib.call("dnnl_primitive_desc_query", pd, L.QUERY_IMPL_INFO_STR, 0,
+                     ctypes.byref(info))
+            return pd, (info.value or b"?").decode()
+
+        attr = self._attr()
+        hint = create(f"dnnl_{kind}_forward_primitive_desc_create", L.FORWARD_TRAINING, alg,
+                      x_md, w_md, b_md if name == "forward" else None, y_md, *params,
+                      attr if name == "forward" else None)
+        if name == "forward":
+            return impl_of(hint)
+        if name == "input_grad":
+            return impl_of(create(f"dnnl_{kind}_backward_data_primitive_desc_create", alg,
+                                  x_md, w_md, y_md, *params, hint, attr))
+        return impl_of(create(f"dnnl_{kind}_backward_weights_primitive_desc_create", alg,
+                              x_md, w_md, b_md, y_md, *params, hint, attr))
+
+    # -- running -----------------------------------------------------------------
+    def run(self, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
+            bias: np.ndarray | None = None, bias_grad_out: np.ndarray | None = None
+            ) -> np.ndarray:
+        """Compute the pass into ``out`` (and ``bias_grad_out``); returns ``out``.
+
+        The arrays must be float32 with the shapes and strides of the plan; ``bias``
+        (forward) or ``bias_grad_out`` (weight_grad), of shape (C_out,), exactly when
+        the plan was made with ``bias=True``.  Raises ValueError otherwise.
+        """
+        arrays = {"lhs": lhs, "rhs": rhs, "out": out}
+        ptrs = {}
+        for (key, shape, strides, dense), a in zip(self._expect, (lhs, rhs, out)):
+            if (not isinstance(a, np.ndarray) or a.dtype is not F32 or a.shape != shape
+                    or (a.strides != strides if strides is not None
+                        else a.strides != dense and not a.flags.c_contiguous)
+                    or (ptrs.setdefault(key, a.ctypes.data) % ITEMSIZE)):
+                raise ValueError(
+                    f"onednn plan {self.pass_name}: {key} must be an aligned float32 array of "
+                    f"shape {shape} and strides {strides or 'C-contiguous'}, got "
+                    f"{getattr(a, 'dtype', type(a).__name__)} {getattr(a, 'shape', '')} "
+                    f"{getattr(a, 'strides', '')}")
+        if not out.flags.writeable:
+            raise ValueError(f"onednn plan {self.pass_name}: out is read-only")
+        given = bias if self.pass_name == "forward" else bias_grad_out
+        other = bias_grad_out if self.pass_name == "forward" else bias
+        copy_back = None
+        if other is not None or (given is not None) != self.bias:
+            raise ValueError(f"onednn plan {self.pass_name}: made with bias={self.bias}; got "
+                             f"bias={type(bias).__name__}, "
+                             f"bias_grad_out={type(bias_grad_out).__name__}")
+        if self.bias:
+            n = self.geometry.y_shape[1]
+            if not isinstance(given, np.ndarray) or given.shape != (n,):
+                raise ValueError(f"onednn plan {self.pass_name}: {self.bias_key} must be an "
+                                 f"array of shape ({n},), got "
+                                 f"{getattr(given, 'shape', type(given).__name__)}")
+            if given.dtype is not F32 or not given.flags.c_contiguous:
+                if self.pass_name == "forward":
+                    given = np.ascontiguousarray(given, dtype=np.float32)
+                else:
+                    copy_back, given = given, np.empty(n, dtype=np.float32)
+            arrays[self.bias_key] = given
+            ptrs[self.bias_key] = given.ctypes.data
+        with self._lock:
+            ctx = self._idle.pop() if self._idle else None
+        if ctx is None:
+            ctx = _Context(self)
+        try:
+            with single_threaded_blas():
+                ctx.run(arrays, ptrs)
+        finally:
+            with self._lock:
+                if not self._idle and self._owned:
+                    self._idle.append(ctx)
+                    ctx = None
+            if ctx is not None:
+                ctx.close()
+        if copy_back is not None:
+            copy_back[...] = arrays[self.bias_key]
+        return out
+
+    def close(self) -> None:
+        """Release every oneDNN object; the plan cannot run afterwards."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+            owned, self._owned = self._owned, []
+        for ctx in idle:
+            ctx.close()
+        for kind, handle in reversed(owned):
+            try:
+                self.lib.raw(kind)(handle)
+            except Exception:  # pragma: no cover - interpreter shutdown
+                pass
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<onednn plan {self.pass_name} {self.name} shapes={self.shapes} "
+                f"reorders={self.reorders} workspace={self.workspace_bytes}>")
+
+
+class _Arena(threading.local):
+    """This thread's buffer for plans' reordered tensors and scratchpads."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self) -> None:
+        self.raw = np.empty(0, dtype=np.uint8)
+        self.base, self.shift, self.size, self.token = 0, 0, 0, 0
+
+    def ensure(self, nbytes: int) -> None:
+        """At least ``nbytes``; grows by doubling, but never past the workspace limit
+        unless one plan needs more (it fitted the limit in force when it was planned)."""
+        if nbytes > self.size:
+            size = max(nbytes, min(2 * self.size, get_workspace_limit()))
+            self.raw = np.empty(size + ALIGNMENT, dtype=np.uint8)
+            ptr = self.raw.ctypes.data
+            self.shift = (-ptr) % ALIGNMENT
+            self.base, self.size, self.token = ptr + self.shift, size, next(self._ids)
+
+    def view(self, at: int, shape: tuple) -> np.ndarray:
+        start = self.shift + at
+        return self.raw[start:start + ITEMSIZE * prod(shape)].view(np.float32).reshape(shape)
+
+
+_arena = _Arena()
+
+
+def arena_bytes() -> int:
+    """Bytes held by this thread's arena."""
+    return _arena.size
+
+
+def release_arena() -> None:
+    """Free this thread's arena (the next run allocates a new one)."""
+    _arena.__init__()
+
+
+class _Context:
+    """Memory objects and argument lists for one run of a plan at a time."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.token = 0                   # the arena the memory objects point into
+        self._memories: list[ctypes.c_void_p] = []
+        self.user: list[tuple[ctypes.c_void_p, str, int]] = []   # (memory, key, byte offset)
+        self.arena: list[tuple[ctypes.c_void_p, int]] = []       # (memory, arena offset)
+        self.steps: list[tuple[ctypes.c_void_p, ctypes.Array]] = []
+        # operands with work besides the primitives: zeroed padding, a flipped copy
+        self.prepare = [op for op in plan._operands if op.zero or op.flip_nd]
+        self.zero_outside_crop = plan.pass_name == "input_grad" and plan.geometry.cropped
+        try:
+            self._build()
+        except BaseException:
+            self.close()
+            raise
+
+    def _memory(self, md: ctypes.c_void_p) -> ctypes.c_void_p:
+        mem = ctypes.c_void_p()
+        lib = self.plan.lib
+        lib.call("dnnl_memory_create", ctypes.byref(mem), md, lib.engine, None)
+        self._memories.append(mem)
+        return mem
+
+    def _build(self) -> None:
+        plan = self.plan
+        pre, post, main_args = [], [], []
+        for op in plan._operands:
+            user_mem = self._memory(op.user_md)
+            if op.flip_nd:
+                self.arena.append((user_mem, op.staging_at))
+            else:
+                self.user.append((user_mem, op.key, op.offset))
+            if op.reorder is None:
+                main_args.append((op.arg, user_mem))
+                continue
+            prim_mem = self._memory(op.prim_md)
+            self.arena.append((prim_mem, op.buffer_at))
+            inner_mem = prim_mem
+            if op.inner_md is not op.prim_md:
+                inner_mem = self._memory(op.inner_md)
+                self.arena.append((inner_mem, op.buffer_at))
+            main_args.append((op.arg, prim_mem))
+            pair = [(L.ARG_FROM, inner_mem), (L.ARG_TO, user_mem)] if op.output else [
+                (L.ARG_FROM, user_mem), (L.ARG_TO, inner_mem)]
+            (post if op.output else pre).append((op.reorder, pair))
+        for (prim, scratch_md, scratch), pairs in [*pre, (plan._main, main_args), *post]:
+            if scratch:
+                mem = self._memory(scratch_md)
+                self.arena.append((mem, 0))
+                pairs = [*pairs, (L.ARG_SCRATCHPAD, mem)]
+            args = (L.ExecArg * len(pairs))(*(L.ExecArg(a, m) for a, m in pairs))
+            self.steps.append((prim, args))
+
+    def run(self, arrays: dict, ptrs: dict) -> None:
+        plan, lib = self.plan, self.plan.lib
+        set_handle = lib.set_handle
+        _arena.ensure(plan.workspace_bytes)
+        if self.token != _arena.token:
+            for mem, at in self.arena:
+                if set_handle(mem, _arena.base + at):
+                    raise L.DnnlError("dnnl_memory_set_data_handle", L.INVALID_ARGUMENTS)
+            self.token = _arena.token
+        for mem, key, offset in self.user:
+            if set_handle(mem, ptrs[key] + offset):
+                raise L.DnnlError("dnnl_memory_set_data_handle", L.INVALID_ARGUMENTS)
+        geo = plan.geometry
+        for op in self.prepare:
+            if op.zero:
+                ctypes.memset(_arena.base + op.buffer_at, 0, op.buffer_bytes)
+            if op.flip_nd and not op.output:
+                np.copyto(_arena.view(op.staging_at, geo.w_shape),
+                          arrays[op.key][(Ellipsis, *([slice(None, None, -1)] * op.flip_nd))])
+        if self.zero_outside_crop:
+            gx = arrays["out"]
+            for d, (a, b) in enumerate(geo.crop):
+                lead = (slice(None),) * (2 + d)
+                gx[(*lead, slice(0, a))] = 0
+                gx[(*lead, slice(b, None))] = 0
+        stream, execute = lib.stream(), lib.execute
+        saved = lib.omp_threads()
+        if saved != plan.threads:
+            lib.set_omp_threads(plan.threads)
+        try:
+            for prim, args in self.steps:
+                status = execute(prim, stream, len(args), args)
+                if status:
+                    raise L.DnnlError("dnnl_primitive_execute", status)
+        finally:
+            if saved != plan.threads:
+                lib.set_omp_threads(saved)
+        for op in self.prepare:
+            if op.flip_nd and op.output:
+                np.copyto(arrays[op.key], _arena.view(op.staging_at, geo.w_shape)[
+                    (Ellipsis, *([slice(None, None, -1)] * op.flip_nd))])
+
+    def close(self) -> None:
+        destroy = self.plan.lib.raw("dnnl_memory_destroy")
+        mems, self._memories = self._memories, []
+        for mem in mems:
+            try:
+                destroy(mem)
+            except Exception:  # pragma: no cover - interpreter shutdown
+                pass
+
+
+def build(lib: L.Library, geo: Geometry, shapes: tuple, byte_strides: tuple, bias: bool,
+          threads: int) -> Plan:
+    """Build a plan with ``threads`` OpenMP threads; raises :class:`Unsupported`."""
+    plan = Plan(lib, geo, shapes, byte_strides, bias, threads)
+    saved = lib.omp_threads()
+    lib.set_omp_threads(threads)
+    try:
+        plan.build()
+    except BaseException:
+        plan.close()
+        raise
+    finally:
+        lib.set_omp_threads(saved)
+    return plan
