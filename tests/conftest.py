@@ -2,11 +2,32 @@
 
 The fuzz tests take ``max_examples`` from the loaded profile (torch: 1x for convolution
 and 1x for transposed convolution, JAX: 1/2x), so "thorough" runs 8,000 + 8,000 + 4,000
-draws.  Pick a profile with ``pytest --hypothesis-profile=thorough``.
+draws.  Pick a profile with ``pytest --hypothesis-profile=thorough``.  The ``backend`` fixture
+runs a test module's tests with oneDNN and again on the NumPy engine alone.
 """
 
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
-settings.register_profile("ci", max_examples=150, deadline=None, print_blob=True)
-settings.register_profile("thorough", max_examples=8000, deadline=None, print_blob=True)
+# the backend fixture below holds for a whole fuzz test, all its draws: as intended
+_ONCE = [HealthCheck.function_scoped_fixture]
+settings.register_profile("ci", max_examples=150, deadline=None, print_blob=True,
+                          suppress_health_check=_ONCE)
+settings.register_profile("thorough", max_examples=8000, deadline=None, print_blob=True,
+                          suppress_health_check=_ONCE)
 settings.load_profile("ci")  # the hypothesis plugin loads --hypothesis-profile after this
+
+
+import pytest  # noqa: E402
+
+from convgrad.ops import dispatch, onednn_available  # noqa: E402
+
+
+@pytest.fixture(params=["onednn", "numpy"])
+def backend(request):
+    """Run a test twice: with oneDNN where it runs a pass (its default on Linux x86_64)
+    and on the NumPy engine alone.  Modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("backend")``."""
+    if request.param == "onednn" and not onednn_available():
+        pytest.skip("oneDNN is not available here")
+    with dispatch.prefer(request.param):
+        yield request.param

@@ -17,6 +17,8 @@ jnp = pytest.importorskip("jax.numpy")
 torch = pytest.importorskip("torch")
 TF = pytest.importorskip("torch.nn.functional")
 
+pytestmark = pytest.mark.usefixtures("backend")  # with oneDNN, then without
+
 jax.config.update("jax_enable_x64", True)
 KERNELS = ("conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad")
 rng = np.random.default_rng(7)

@@ -12,6 +12,8 @@ from convgrad.ops.spec import ConvSpec
 
 torch = pytest.importorskip("torch")
 
+pytestmark = pytest.mark.usefixtures("backend")  # with oneDNN, then without
+
 
 @pytest.fixture
 def shape_rule_calls(monkeypatch):

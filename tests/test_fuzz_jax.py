@@ -26,6 +26,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 jax = pytest.importorskip("jax")
+
+pytestmark = pytest.mark.usefixtures("backend")  # with oneDNN, then without
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")
 from jax import lax  # noqa: E402

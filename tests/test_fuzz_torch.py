@@ -38,6 +38,8 @@ from .tolerances import assert_close
 torch = pytest.importorskip("torch")
 TF = pytest.importorskip("torch.nn.functional")
 
+pytestmark = pytest.mark.usefixtures("backend")  # with oneDNN, then without
+
 TORCH_CONV = {1: TF.conv1d, 2: TF.conv2d, 3: TF.conv3d}
 TORCH_CONVT = {1: TF.conv_transpose1d, 2: TF.conv_transpose2d, 3: TF.conv_transpose3d}
 TORCH_LAYER = {1: torch.nn.Conv1d, 2: torch.nn.Conv2d, 3: torch.nn.Conv3d}

@@ -26,6 +26,8 @@ from .tolerances import assert_close
 torch = pytest.importorskip("torch")
 TF = pytest.importorskip("torch.nn.functional")
 
+pytestmark = pytest.mark.usefixtures("backend")  # with oneDNN, then without
+
 
 # ---------------------------------------------------------------------------- layouts
 def _noncontiguous(a):

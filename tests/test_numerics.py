@@ -5,9 +5,10 @@ gradient, and every result but the weight gradient), convgrad's pattern of NaN, 
 -Inf equals torch's exactly, for both dtypes.  Where a non-finite value meets a
 structural zero (zero padding read by a non-finite weight, a position cropped away by
 a transposed convolution's padding), torch itself disagrees between float32 (oneDNN)
-and float64 (im2col), so the check there is: every output that depends on a non-finite
-value through real products is non-finite (nothing is lost), float32 and float64 agree,
-and every other output is finite and matches torch.
+and float64 (im2col), and so does convgrad (float32 runs on oneDNN where it loads), so
+the check there is: every output that depends on a non-finite value through real
+products is non-finite (nothing is lost), and every other output is finite and matches
+torch; float32 and float64 agree where no non-finite weight is involved.
 
 Accumulation: float32 results of long reductions (a 1x1 convolution over 4,096
 channels, its input gradient over 4,096 output channels, a weight gradient over a batch
@@ -24,6 +25,8 @@ import convgrad.functional as F
 
 torch = pytest.importorskip("torch")
 TF = pytest.importorskip("torch.nn.functional")
+
+pytestmark = pytest.mark.usefixtures("backend")  # with oneDNN, then without
 
 TORCH = {(False, 1): TF.conv1d, (False, 2): TF.conv2d, (True, 1): TF.conv_transpose1d,
          (True, 2): TF.conv_transpose2d}
@@ -123,8 +126,10 @@ def test_nan_and_inf_propagate_as_in_torch(i):
     cone = _cone(tr, nd, kw, x, w, b, gy, where)
     for k in range(4):
         a32, a64 = ours[np.float32][k], ours[np.float64][k]
-        np.testing.assert_array_equal(_pattern(a32), _pattern(a64),
-                                      err_msg=f"{names[k]}: float32 and float64 differ")
+        if where != "w":  # a non-finite weight times padding: oneDNN skips the padding
+            np.testing.assert_array_equal(_pattern(a32), _pattern(a64),
+                                          err_msg=f"{names[k]}: float32 and float64 differ")
+        assert not (cone[k] & np.isfinite(a32)).any(), f"{names[k]}: float32 lost a NaN/Inf"
         lost = cone[k] & np.isfinite(a64)
         assert not lost.any(), f"{names[k]}: {int(lost.sum())} outputs lost a NaN/Inf"
 

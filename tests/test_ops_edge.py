@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 jax = pytest.importorskip("jax")
+
+pytestmark = pytest.mark.usefixtures("backend")  # with oneDNN, then without
 jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")
 import torch.nn.functional as F  # noqa: E402

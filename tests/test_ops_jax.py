@@ -13,7 +13,7 @@ jax.config.update("jax_enable_x64", True)
 jax.config.update("jax_platforms", "cpu")
 from jax import lax  # noqa: E402
 
-from convgrad.ops import (  # noqa: E402  # noqa: E402
+from convgrad.ops import (  # noqa: E402
     ConvSpec,
     conv_bias_grad,
     conv_forward,
@@ -21,6 +21,7 @@ from convgrad.ops import (  # noqa: E402  # noqa: E402
     conv_weight_grad,
     direct,
     dispatch,
+    onednn,
 )
 from convgrad.ops.profiler import profile  # noqa: E402
 
@@ -222,12 +223,15 @@ def test_sweep_covers_what_it_claims():
     assert sum(c.w[0, 0].size > 1 for c in CASES) >= 0.8 * len(CASES)
 
 
-@pytest.fixture(params=["im2col", "direct", "scatter"])
+@pytest.fixture(params=["onednn", "im2col", "direct", "scatter"])
 def algorithm(request):
     """Run under each algorithm the dispatcher can pick, pinned with ``dispatch.prefer``;
-    the tests check through the profiler that it ran."""
+    the tests check through the profiler that it ran (oneDNN: wherever it says it runs
+    the pass, see ``onednn.reason``)."""
     if request.param == "direct" and not direct.HAVE_NUMBA:
         pytest.skip("no Numba: no direct loops")
+    if request.param == "onednn" and not onednn.available():
+        pytest.skip("oneDNN is not available here")
     with dispatch.prefer(request.param):
         yield request.param
 
@@ -235,11 +239,18 @@ def algorithm(request):
 # the lowered stride of each pass (scatter needs unit stride): see convgrad.ops.lowering
 _PASS_STRIDE = {"conv_forward": "stride", "conv_input_grad": "input_dilation",
                 "conv_weight_grad": "kernel_dilation"}
+_PASS_NAME = {"conv_forward": "forward", "conv_input_grad": "input_grad",
+              "conv_weight_grad": "weight_grad"}
 
 
-def _expected_algorithm(algorithm: str, kernel: str, spec: ConvSpec) -> str:
+def _expected_algorithm(algorithm: str, kernel: str, spec: ConvSpec, shapes, dtype) -> str:
     if kernel == "conv_bias_grad":
         return "reduce"
+    if algorithm == "onednn":
+        pass_ = _PASS_NAME[kernel]
+        lhs, rhs, out = shapes
+        runs = onednn.reason(pass_, lhs, rhs, out, spec, dtype) is None
+        return "onednn" if runs else "numpy"
     if algorithm == "scatter" and all(s == 1 for s in getattr(spec, _PASS_STRIDE[kernel])):
         return "scatter"
     return "im2col" if algorithm == "scatter" else algorithm
@@ -254,9 +265,13 @@ def _all_kernels(c: Case, x, w, gy, algorithm: str):
             "conv_bias_grad": conv_bias_grad(gy),
         }
     for ev in prof.events:  # pinned: the algorithm ran (a "none" kernel had no output)
-        want = _expected_algorithm(algorithm, ev.name, c.spec)
-        assert ev.algorithm in ("none", "zeros") or ev.algorithm.split("/")[0] == want, (
-            ev.name, ev.algorithm, want)
+        want = _expected_algorithm(algorithm, ev.name, c.spec, ev.shapes, x.dtype)
+        ran = ev.algorithm.split(":")[0] if want in ("onednn", "numpy") else (
+            ev.algorithm.split("/")[0])
+        if want == "numpy":  # oneDNN declined this pass: the NumPy engine ran it
+            assert not ran.startswith("onednn"), (ev.name, ev.algorithm)
+            continue
+        assert ev.algorithm in ("none", "zeros") or ran == want, (ev.name, ev.algorithm, want)
     return got
 
 

@@ -1,8 +1,11 @@
 """The one point that chooses how a convolution pass runs: :func:`plan`.
 
-A pass (forward, input gradient, weight gradient) is lowered to one unflipped grouped
-convolution (:mod:`.lowering`), and :func:`plan` returns the algorithm and its
-parameters for it; :meth:`Plan.run` executes it.  The algorithms:
+:func:`plan` returns the algorithm and its parameters for one pass (forward, input
+gradient, weight gradient), and the output array it will fill; :meth:`Plan.run`
+executes it.  First choice, for float32: ``onednn`` (:mod:`.onednn`, the library
+PyTorch uses on CPU), for every pass it supports.  Everything else runs on the NumPy
+engine: the pass is lowered to one unflipped grouped convolution (:mod:`.lowering`)
+and computed by
 
 * ``scatter`` (:mod:`.scatter`): unit stride and fewer output than input channels (an
   input gradient, a transposed convolution): multiply, then add onto the output lattice;
@@ -20,6 +23,7 @@ the profiler's ``algorithm`` (``Plan.name``).
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import threading
 from collections.abc import Iterator
@@ -29,7 +33,7 @@ from math import prod
 
 import numpy as np
 
-from . import direct
+from . import direct, onednn
 from .im2col import im2col_conv
 from .lowering import Lowered, lower
 from .parallel import num_threads
@@ -39,9 +43,9 @@ from .slab import slab_extent
 from .spec import ConvSpec
 from .workspace import get_workspace_limit
 
-__all__ = ["ALGORITHMS", "Plan", "Step", "plan", "prefer"]
+__all__ = ["ALGORITHMS", "Plan", "Step", "output_channels_last", "plan", "prefer"]
 
-ALGORITHMS = ("scatter", "direct", "im2col")
+ALGORITHMS = ("onednn", "numpy", "scatter", "direct", "im2col")
 
 # C*O at most this: im2col's patch copy (C*K per output) costs more than its product
 # (O*C*K multiply-adds per output), so read the slab in place with the direct loops.
@@ -77,9 +81,12 @@ _preferred = threading.local()  # .name: an algorithm pinned by prefer() in this
 @contextmanager
 def prefer(name: str) -> Iterator[None]:
     """Inside, this thread uses ``name`` wherever it applies, whatever the thresholds say:
+    ``onednn`` for every pass oneDNN runs (the NumPy engine's own choice otherwise),
+    ``numpy`` for the NumPy engine's own choice everywhere (as without oneDNN),
     ``scatter`` for every unit-stride pass, ``direct`` for every dense convolution whose
-    slab fits (Numba installed), ``im2col`` for everything (no scatter, no direct).  For
-    tests and benchmarks that pin an algorithm; they check the profiler's ``algorithm``."""
+    slab fits (Numba installed), ``im2col`` for everything (no scatter, no direct); the
+    last three never use oneDNN.  For tests and benchmarks that pin an algorithm; they
+    check the profiler's ``algorithm``."""
     if name not in ALGORITHMS:
         raise ValueError(f"prefer: name={name!r} must be one of {ALGORITHMS}")
     saved = getattr(_preferred, "name", None)
@@ -112,13 +119,29 @@ class Plan:
     """How one lowered pass runs; ``name`` is what the profiler shows."""
 
     name: str
-    low: Lowered
+    low: Lowered | None          # the NumPy engine's lowered pass (None for oneDNN)
     steps: tuple[Step, ...] = ()
     zero_fill: bool = False      # some outputs meet no real input sample
     budget: int = 0              # scatter: bytes of products for all workers
+    backend: onednn.Plan | None = None  # a oneDNN plan, run on ``arrays``
+    arrays: tuple = ()           # oneDNN: (lhs, rhs, out, bias or None)
+
+    @property
+    def out(self) -> np.ndarray:
+        """The array this plan fills."""
+        return self.arrays[2] if self.backend is not None else self.low.out_array
+
+    @property
+    def fused_bias(self) -> bool:
+        """Whether running the plan also adds the forward's bias."""
+        return self.backend is not None and self.arrays[3] is not None
 
     def run(self) -> int:
         """Execute; returns the multiply-add FLOPs performed."""
+        if self.backend is not None:
+            lhs, rhs, out, bias = self.arrays
+            self.backend.run(lhs, rhs, out, bias=bias)
+            return int(self.backend.flops)
         low = self.low
         if self.name == "none":
             return 0
@@ -149,6 +172,8 @@ def _dense_step(low: Lowered, taps: tuple, outs: tuple, stride: tuple, lo: tuple
     itemsize = low.out.dtype.itemsize
     limit = get_workspace_limit()
     pinned = getattr(_preferred, "name", None)
+    if pinned in ("onednn", "numpy"):
+        pinned = None  # the engine's own thresholds
     small = C * O <= DIRECT_MAX_CHANNEL_PRODUCT if pinned is None else pinned == "direct"
     if small and _direct_enabled() and B and C and all(L):
         extent = [slab_extent(P[i], K[i], stride[i], dil[i]) for i in range(len(P))]
@@ -168,6 +193,8 @@ def _dense_step(low: Lowered, taps: tuple, outs: tuple, stride: tuple, lo: tuple
 def _use_scatter(low: Lowered) -> bool:
     C, O = low.x.shape[2], low.w.shape[1]
     pinned = getattr(_preferred, "name", None)
+    if pinned in ("onednn", "numpy"):
+        pinned = None  # the engine's own thresholds
     if any(s != 1 for s in low.stride) or pinned in ("direct", "im2col"):
         return False
     if pinned == "scatter":
@@ -203,8 +230,60 @@ def plan_lowered(low: Lowered) -> Plan:
     return Plan(name, low, steps, zero_fill)
 
 
-def plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
-         spec: ConvSpec) -> Plan:
-    """How ``out = pass_(lhs, rhs)`` runs: ``forward`` (x, w -> y), ``input_grad``
-    (gy, w -> gx) or ``weight_grad`` (x, gy -> gw) of the convolution ``spec``."""
+def output_channels_last(pass_: str, lhs: np.ndarray, out_shape: tuple) -> bool:
+    """The memory layout of a oneDNN pass's output (its logical layout is channels first).
+
+    Activations (forward outputs, input gradients) of 2-D and 3-D convolutions live
+    channels-last, so that a network pays one transpose at its input instead of a
+    reorder per call: oneDNN reads and writes channels-last directly, and on W1-W8 its
+    channels-last forward and input gradient ran at 0.44-0.99 of its blocked layout
+    with reorders (1-D NWC is not kept: its weight gradient was slower).  Weights and
+    weight gradients stay (C_out, C_in/groups, *K) contiguous.
+    """
+    return pass_ != "weight_grad" and len(out_shape) in (4, 5) and out_shape[1] > 1
+
+
+def _dense(a: np.ndarray) -> np.ndarray | None:
+    """``a`` as oneDNN reads it (C-contiguous or channels-last); other strides (a
+    broadcast gradient, a strided view) are copied once if the copy fits the workspace,
+    which costs less than the NumPy engine would; None if it does not fit."""
+    if a.flags.c_contiguous or onednn.is_channels_last(a):
+        return a
+    if a.nbytes > get_workspace_limit():
+        return None
+    return np.ascontiguousarray(a)
+
+
+def _onednn_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
+                 spec: ConvSpec, bias: np.ndarray | None) -> Plan | None:
+    if getattr(_preferred, "name", None) not in (None, "onednn"):
+        return None
+    if lhs.dtype != np.float32 or rhs.dtype != np.float32 or not onednn.available():
+        return None
+    if bias is not None and (pass_ != "forward" or bias.dtype != np.float32):
+        bias = None  # the kernel adds it (or promotes) itself
+    lhs, rhs = _dense(lhs), _dense(rhs)
+    if lhs is None or rhs is None:
+        return None
+    out = onednn.empty(out_shape, output_channels_last(pass_, lhs, out_shape))
+    backend = onednn.plan_for(pass_, lhs, rhs, out, spec, bias=bias is not None, checked=False)
+    if backend is None and bias is not None:  # perhaps without the fused bias
+        bias = None
+        backend = onednn.plan_for(pass_, lhs, rhs, out, spec, checked=False)
+    if backend is None:
+        return None
+    return Plan(backend.name, None, backend=backend, arrays=(lhs, rhs, out, bias))
+
+
+def plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec: ConvSpec,
+         bias: np.ndarray | None = None) -> Plan:
+    """How ``pass_(lhs, rhs)`` of the convolution ``spec`` runs, into an output of
+    ``out_shape`` that the plan allocates: ``forward`` (x, w -> y; ``bias`` is fused
+    when the backend can, see :attr:`Plan.fused_bias`), ``input_grad`` (gy, w -> gx)
+    or ``weight_grad`` (x, gy -> gw)."""
+    if math.prod(out_shape):  # oneDNN for float32, wherever it runs the pass
+        found = _onednn_plan(pass_, lhs, rhs, tuple(out_shape), spec, bias)
+        if found is not None:
+            return found
+    out = np.empty(out_shape, dtype=np.result_type(lhs, rhs))
     return plan_lowered(lower(pass_, lhs, rhs, out, spec))

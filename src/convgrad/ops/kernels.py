@@ -18,33 +18,43 @@ from .spec import ConvSpec
 __all__ = ["conv_bias_grad", "conv_forward", "conv_input_grad", "conv_weight_grad"]
 
 
-def _run(name: str, pass_: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
-         spec: ConvSpec) -> np.ndarray:
-    with record(name, lhs.shape, rhs.shape, out.shape) as rec:
-        p = plan(pass_, lhs, rhs, out, spec)
+def _run(name: str, pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
+         spec: ConvSpec, bias: np.ndarray | None = None) -> np.ndarray:
+    with record(name, lhs.shape, rhs.shape, tuple(out_shape)) as rec:
+        p = plan(pass_, lhs, rhs, out_shape, spec, bias)
         rec.algorithm = p.name
         rec.flops = p.run()
+    out = p.out
+    if bias is not None and not p.fused_bias:
+        out = add_bias(out, bias)
     return out
 
 
-def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec, y_shape: tuple) -> np.ndarray:
-    """``y = conv(x, w)`` of shape ``y_shape`` (the shape rule's result), no bias."""
-    y = np.empty(y_shape, dtype=np.result_type(x, w))
-    return _run("conv_forward", "forward", x, w, y, spec)
+def add_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``y + b`` over the channel dim, in place when the dtype allows."""
+    if np.result_type(b, y) != y.dtype:
+        y = y.astype(np.result_type(b, y))
+    y += b.reshape((1, -1) + (1,) * (y.ndim - 2))
+    return y
+
+
+def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec, y_shape: tuple,
+                 bias: np.ndarray | None = None) -> np.ndarray:
+    """``y = conv(x, w) + bias`` of shape ``y_shape`` (the shape rule's result); the bias
+    is added inside the convolution when the backend can."""
+    return _run("conv_forward", "forward", x, w, y_shape, spec, bias)
 
 
 def conv_input_grad(gy: np.ndarray, w: np.ndarray, spec: ConvSpec, x_shape: tuple
                     ) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dx`` for an input of shape ``x_shape``."""
-    gx = np.empty(x_shape, dtype=np.result_type(gy, w))
-    return _run("conv_input_grad", "input_grad", gy, w, gx, spec)
+    return _run("conv_input_grad", "input_grad", gy, w, x_shape, spec)
 
 
 def conv_weight_grad(x: np.ndarray, gy: np.ndarray, spec: ConvSpec, w_shape: tuple
                      ) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dw`` for a weight of shape ``w_shape``."""
-    gw = np.empty(w_shape, dtype=np.result_type(x, gy))
-    return _run("conv_weight_grad", "weight_grad", x, gy, gw, spec)
+    return _run("conv_weight_grad", "weight_grad", x, gy, w_shape, spec)
 
 
 def conv_bias_grad(gy: np.ndarray) -> np.ndarray:

@@ -49,6 +49,7 @@ class Lowered:
     lo: tuple[int, ...]
     kdil: tuple[int, ...]
     idil: tuple[int, ...]
+    out_array: np.ndarray  # the pass's output, of which ``out`` is a view
 
 
 def _spatial_flip(a: np.ndarray, nd: int) -> np.ndarray:
@@ -64,7 +65,7 @@ def _forward(x: np.ndarray, w: np.ndarray, y: np.ndarray, spec: ConvSpec) -> Low
         wg = _spatial_flip(wg, nd)
     return Lowered(x.reshape(N, G, Cg, *L), wg, y.reshape(N, G, C_out // G, *y.shape[2:]),
                    spec.stride, tuple(p[0] for p in spec.padding), spec.kernel_dilation,
-                   spec.input_dilation)
+                   spec.input_dilation, y)
 
 
 def _input_grad(gy: np.ndarray, w: np.ndarray, gx: np.ndarray, spec: ConvSpec) -> Lowered:
@@ -78,7 +79,7 @@ def _input_grad(gy: np.ndarray, w: np.ndarray, gx: np.ndarray, spec: ConvSpec) -
         wt = _spatial_flip(wt, nd)
     lo = tuple((K[d] - 1) * spec.kernel_dilation[d] - spec.padding[d][0] for d in range(nd))
     return Lowered(gy.reshape(N, G, Og, *gy.shape[2:]), wt, gx.reshape(N, G, Cg, *L),
-                   spec.input_dilation, lo, spec.kernel_dilation, spec.stride)
+                   spec.input_dilation, lo, spec.kernel_dilation, spec.stride, gx)
 
 
 def _weight_grad(x: np.ndarray, gy: np.ndarray, gw: np.ndarray, spec: ConvSpec) -> Lowered:
@@ -94,7 +95,7 @@ def _weight_grad(x: np.ndarray, gy: np.ndarray, gw: np.ndarray, spec: ConvSpec) 
     if spec.flip:
         out = _spatial_flip(out, nd)
     return Lowered(xt, gyt, out, spec.kernel_dilation, tuple(p[0] for p in spec.padding),
-                   spec.stride, spec.input_dilation)
+                   spec.stride, spec.input_dilation, gw)
 
 
 _RULES = {"forward": _forward, "input_grad": _input_grad, "weight_grad": _weight_grad}

@@ -13,6 +13,7 @@ and BLAS keeps its own threading.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,8 +36,10 @@ def num_threads() -> int:
 
 
 def _blas_controllers() -> list | None:
+    """The loaded BLAS libraries' controllers; scanned again after new imports (a module
+    such as SciPy or torch may bring a BLAS of its own), which is cheap to notice."""
     with _lock:
-        if "blas" not in _state:
+        if "blas" not in _state or _state.get("modules") != len(sys.modules):
             try:
                 from threadpoolctl import ThreadpoolController
 
@@ -44,6 +47,7 @@ def _blas_controllers() -> list | None:
                                       .lib_controllers)
             except Exception:  # threadpoolctl missing or failing: leave BLAS alone
                 _state["blas"] = None
+            _state["modules"] = len(sys.modules)
         return _state["blas"]
 
 
@@ -59,9 +63,10 @@ def single_threaded_blas() -> Iterator[bool]:
         yield False
         return
     with _lock:
-        if _state.get("users", 0) == 0:
-            _state["saved"] = [lib.num_threads for lib in libs]
-            for lib in libs:
+        saved = _state.setdefault("saved", {})  # id -> (controller, its thread count)
+        for lib in libs:  # a library loaded while others are inside is limited too
+            if id(lib) not in saved:
+                saved[id(lib)] = (lib, lib.num_threads)
                 lib.set_num_threads(1)
         _state["users"] = _state.get("users", 0) + 1
     try:
@@ -70,7 +75,7 @@ def single_threaded_blas() -> Iterator[bool]:
         with _lock:
             _state["users"] -= 1
             if _state["users"] == 0:
-                for lib, n in zip(libs, _state["saved"]):
+                for lib, n in _state.pop("saved").values():
                     lib.set_num_threads(n)
 
 

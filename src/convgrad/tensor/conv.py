@@ -33,14 +33,6 @@ __all__ = ["AddBias", "BiasExpand", "Conv", "ConvBiasGrad", "ConvInputGrad", "Co
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
 
-def _add_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``y + b`` over the channel dim, in place when the dtype allows."""
-    if np.result_type(b, y) != y.dtype:
-        y = y.astype(np.result_type(b, y))
-    y += b.reshape((1, -1) + (1,) * (y.ndim - 2))
-    return y
-
-
 class Conv(Function):
     """``y = conv(x, w) + b`` (``b`` may be None) of shape ``y_shape``."""
 
@@ -50,8 +42,7 @@ class Conv(Function):
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
                 spec: ConvSpec, y_shape: tuple) -> np.ndarray:
         ctx.spec = spec
-        y = kernels.conv_forward(x, w, spec, y_shape)
-        return y if b is None else _add_bias(y, b)
+        return kernels.conv_forward(x, w, spec, y_shape, b)
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:
@@ -144,7 +135,7 @@ class AddBias(Function):
 
     @staticmethod
     def forward(ctx: Context, y: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return _add_bias(y.copy(), b)
+        return kernels.add_bias(y.copy(), b)
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:

@@ -12,8 +12,9 @@ The three passes of a convolution ``y = conv(x, w)`` per a :class:`~convgrad.ops
 the pass, or ``None`` when oneDNN is unavailable or the pass is outside what it
 does well (float64, 4+ spatial dims, input dilation with a stride, a reference-only
 implementation, a workspace above the limit); :func:`reason` says why.  Plans are
-kept per (pass, shapes, strides, spec, dtype, bias, thread count) in a bounded LRU
-cache.  The library loads on first use; ``CONVGRAD_ONEDNN=0`` disables it.
+kept per (pass, shapes, strides, spec, dtype, bias, thread count, workspace limit)
+in a bounded LRU cache; a plan over the limit is released at once.  The library loads
+on first use; ``CONVGRAD_ONEDNN=0`` disables it.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def _check_strides(strides) -> tuple:
 
 
 def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
-            spec: ConvSpec, dtype, strides, bias: bool):
+            spec: ConvSpec, dtype, strides, bias: bool, checked: bool = True):
     """A Plan, or the reason (a string) there is none."""
     if not isinstance(spec, ConvSpec):
         raise TypeError(f"{_FN}: spec must be a ConvSpec, got {type(spec).__name__}")
@@ -155,22 +156,22 @@ def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple
         raise ValueError(f"{_FN}: bias=True is meaningless for pass 'input_grad'")
     shapes = (tuple(lhs_shape), tuple(rhs_shape), tuple(out_shape))
     strides = _check_strides(strides)
-    key = (pass_name, shapes, strides, spec, bool(bias), num_threads())
-    threads = key[-1]
+    threads, limit = num_threads(), get_workspace_limit()
+    key = (pass_name, shapes, strides, spec, bool(bias), threads, limit)
 
     def make():
-        geo = geometry(pass_name, *shapes, spec, _FN)
-        return build(lib, geo, shapes, strides, bool(bias), threads)
+        geo = geometry(pass_name, *shapes, spec, _FN, checked)
+        built = build(lib, geo, shapes, strides, bool(bias), threads)
+        if built.workspace_bytes > limit:  # keep the reason, not the primitives' memory
+            needed = built.workspace_bytes
+            built.close()
+            raise Unsupported(f"workspace {needed} bytes > the limit {limit}")
+        return built
 
     try:
         entry = _cache.get_or_build(key, make)
     except Unsupported as e:  # from the stride check, before the cache
         return str(e)
-    if isinstance(entry, str):
-        return entry
-    limit = get_workspace_limit()
-    if entry.workspace_bytes > limit:
-        return f"workspace {entry.workspace_bytes} bytes > the limit {limit}"
     return entry
 
 
@@ -197,13 +198,15 @@ def reason(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
 
 
 def plan_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
-             spec: ConvSpec, bias: bool = False) -> Plan | None:
-    """:func:`plan` for these arrays (shapes, dtypes, strides, alignment taken from them)."""
+             spec: ConvSpec, bias: bool = False, checked: bool = True) -> Plan | None:
+    """:func:`plan` for these arrays (shapes, dtypes, strides, alignment taken from them);
+    ``checked=False`` for callers that have applied the shape rule (the dispatch point)."""
     arrays = (lhs, rhs, out)
     if any(a.dtype is not _F32 or not a.flags.aligned for a in arrays):
         return None
-    return plan(pass_name, lhs.shape, rhs.shape, out.shape, spec, np.float32,
-                tuple(a.strides for a in arrays), bias)
+    entry = _lookup(pass_name, lhs.shape, rhs.shape, out.shape, spec, np.float32,
+                    tuple(a.strides for a in arrays), bias, checked)
+    return entry if isinstance(entry, Plan) else None
 
 
 def run(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray, spec: ConvSpec,

@@ -87,6 +87,7 @@ _SIGNATURES = {
     "dnnl_primitive_destroy": (ctypes.c_int, [_P]),
     "dnnl_primitive_execute": (ctypes.c_int, [_P, _P, ctypes.c_int, ctypes.POINTER(ExecArg)]),
     "dnnl_reorder_primitive_desc_create": (ctypes.c_int, [_PP, _P, _P, _P, _P, _P]),
+    "dnnl_set_primitive_cache_capacity": (ctypes.c_int, [ctypes.c_int]),
 }
 _PARAMS = [Dims, Dims, Dims, Dims]  # strides, dilates, padding_l, padding_r
 for _kind in ("convolution", "deconvolution"):
@@ -122,6 +123,9 @@ class Library:
             self._omp_set.restype, self._omp_set.argtypes = None, [ctypes.c_int]
         except AttributeError:  # pragma: no cover - a build without OpenMP
             self._omp_get = self._omp_set = None
+        # convgrad caches its plans itself (bounded); oneDNN's own primitive cache would
+        # keep a second copy of each, and of every plan released for its workspace
+        self.call("dnnl_set_primitive_cache_capacity", 0)
         engine = ctypes.c_void_p()
         self.call("dnnl_engine_create", ctypes.byref(engine), CPU, 0)
         self.engine = engine

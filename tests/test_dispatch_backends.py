@@ -1,0 +1,127 @@
+"""Oracle: torch 2.13 (float64) for results; the profiler's algorithm for which backend ran.
+
+The dispatch point sends float32 passes that oneDNN supports to oneDNN and everything
+else (float64, 4 spatial dims, input dilation with a stride, pinned NumPy algorithms)
+to the NumPy engine; activations that oneDNN produces live channels-last in memory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import convgrad as cg
+import convgrad.functional as F
+from convgrad.ops import dispatch, onednn_available
+
+torch = pytest.importorskip("torch")
+needs_onednn = pytest.mark.skipif(not onednn_available(), reason="oneDNN is not available here")
+
+
+def _fwd_bwd(fn, x, w, b, **kw):
+    cx, cw, cb = (cg.tensor(a, requires_grad=True) for a in (x, w, b))
+    with cg.profile() as prof:
+        y = fn(cx, cw, cb, **kw)
+        (y * y).sum().backward()
+    return y, (cx.grad, cw.grad, cb.grad), {e.name: e.algorithm for e in prof.events}
+
+
+def _torch(fn, x, w, b, **kw):
+    tx, tw, tb = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b))
+    y = fn(tx, tw, tb, **kw)
+    (y * y).sum().backward()
+    return y.detach().numpy(), (tx.grad.numpy(), tw.grad.numpy(), tb.grad.numpy())
+
+
+CASES = {
+    "conv2d": (F.conv2d, torch.nn.functional.conv2d, (2, 8, 12, 12), (16, 8, 3, 3),
+               dict(padding=1, stride=2)),
+    "depthwise": (F.conv2d, torch.nn.functional.conv2d, (2, 8, 12, 12), (8, 1, 3, 3),
+                  dict(padding=1, groups=8)),
+    "conv3d": (F.conv3d, torch.nn.functional.conv3d, (1, 4, 6, 6, 6), (4, 4, 3, 3, 3),
+               dict(padding=1)),
+    "conv1d": (F.conv1d, torch.nn.functional.conv1d, (2, 6, 30), (6, 6, 5),
+               dict(padding=4, dilation=2)),
+    "conv_transpose2d": (F.conv_transpose2d, torch.nn.functional.conv_transpose2d,
+                         (2, 8, 6, 6), (8, 4, 4, 4), dict(stride=2, padding=1)),
+}
+
+
+@needs_onednn
+@pytest.mark.parametrize("name", list(CASES))
+def test_float32_runs_on_onednn_and_agrees(name):
+    ours, theirs, xs, ws, kw = CASES[name]
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+    b = rng.standard_normal(ws[1] * kw.get("groups", 1) if "transpose" in name else ws[0])
+    y, grads, algos = _fwd_bwd(ours, *(a.astype(np.float32) for a in (x, w, b)), **kw)
+    for kernel in ("conv_forward", "conv_input_grad", "conv_weight_grad"):
+        assert algos[kernel].startswith("onednn:"), (kernel, algos)
+    ry, rgrads = _torch(theirs, x, w, b, **kw)
+    for got, want in zip((y, *grads), (ry, *rgrads)):
+        np.testing.assert_allclose(got.data, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("why", ["float64", "pinned numpy", "4 spatial dims",
+                                 "input dilation with a stride"])
+def test_the_numpy_engine_runs_the_rest(why):
+    rng = np.random.default_rng(1)
+    dtype = np.float64 if why == "float64" else np.float32
+    nd = 4 if why == "4 spatial dims" else 2
+    x = rng.standard_normal((1, 4) + (5,) * nd).astype(dtype)
+    w = rng.standard_normal((4, 4) + (2,) * nd).astype(dtype)
+    kw = dict(stride=2, input_dilation=2) if "dilation" in why else {}
+    pin = dispatch.prefer("numpy") if why == "pinned numpy" else dispatch.prefer("onednn")
+    with pin, cg.profile() as prof:
+        y = F.conv_general(x, w, **kw)
+    (ev,) = prof.events
+    assert not ev.algorithm.startswith("onednn"), ev.algorithm
+    with dispatch.prefer("im2col"):
+        ref = F.conv_general(x.astype(np.float64), w.astype(np.float64), **kw)
+    np.testing.assert_allclose(y.data, ref.data, rtol=1e-5, atol=1e-5)
+
+
+@needs_onednn
+def test_activations_stay_channels_last_through_a_network():
+    net = cg.nn.Sequential(cg.nn.Conv2d(3, 8, 3, padding=1), cg.nn.ReLU(),
+                           cg.nn.Conv2d(8, 8, 3, padding=1))
+    x = cg.randn(2, 3, 10, 10, rng=2)
+    h = net[1](net[0](x))
+    assert onednn_is_cl(h.data), h.data.strides  # produced by a convolution, kept by relu
+    with cg.profile() as prof:
+        net(x).sum().backward()
+    assert all(e.algorithm.startswith("onednn") for e in prof.events
+               if e.name != "conv_bias_grad")
+    tnet = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.Conv2d(8, 8, 3, padding=1)).double()
+    tnet.load_state_dict({k: torch.tensor(v, dtype=torch.float64)
+                          for k, v in net.state_dict().items()})
+    ty = tnet(torch.tensor(x.data, dtype=torch.float64))
+    np.testing.assert_allclose(net(x).data, ty.detach().numpy(), rtol=1e-4, atol=1e-4)
+
+
+def onednn_is_cl(a: np.ndarray) -> bool:
+    from convgrad.ops import onednn
+
+    return onednn.is_channels_last(a)
+
+
+@pytest.mark.parametrize("env", [{"CONVGRAD_ONEDNN": "0"},
+                                 {"CONVGRAD_ONEDNN_LIBRARY": os.path.abspath(__file__)}])
+def test_disabled_or_broken_library_falls_back_to_numpy(env):
+    code = ("import numpy as np, convgrad as cg, convgrad.functional as F\n"
+            "x = cg.randn(1, 4, 8, 8, rng=0); w = cg.randn(4, 4, 3, 3, rng=1)\n"
+            "with cg.profile() as p: y = F.conv2d(x, w, padding=1)\n"
+            "print(cg.ops.onednn_available(), p.events[0].algorithm, float(y.data.sum()))\n")
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "False" and not out[1].startswith("onednn"), out
+    x = cg.randn(1, 4, 8, 8, rng=0)
+    w = cg.randn(4, 4, 3, 3, rng=1)
+    with dispatch.prefer("numpy"):
+        ref = F.conv2d(x, w, padding=1)
+    assert abs(float(out[2]) - float(ref.data.sum())) <= 1e-3 * max(1.0, abs(float(out[2])))
