@@ -25,7 +25,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -75,12 +74,16 @@ def _direct_enabled() -> bool:
     return direct.HAVE_NUMBA and os.environ.get("CONVGRAD_DISABLE_NUMBA", "") in ("", "0")
 
 
-_preferred = threading.local()  # .name: an algorithm pinned by prefer() in this thread
+class _Preferred:
+    name: str | None = None  # the algorithm pinned by prefer(), for every thread
+
+
+_preferred = _Preferred()
 
 
 @contextmanager
 def prefer(name: str) -> Iterator[None]:
-    """Inside, this thread uses ``name`` wherever it applies, whatever the thresholds say:
+    """Inside, every thread uses ``name`` wherever it applies, whatever the thresholds say:
     ``onednn`` for every pass oneDNN runs (the NumPy engine's own choice otherwise),
     ``numpy`` for the NumPy engine's own choice everywhere (as without oneDNN),
     ``scatter`` for every unit-stride pass, ``direct`` for every dense convolution whose
