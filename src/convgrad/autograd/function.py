@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ops.dask import is_dask_array
 from .grad_mode import is_grad_enabled
 
 __all__ = ["Context", "Function", "register_tensor_type", "FREED_MESSAGE"]
@@ -118,5 +119,7 @@ class Function:
 
 
 def _float_array(value: Any) -> np.ndarray:
+    if is_dask_array(value):  # lazy data stays lazy: np.asarray would compute it
+        return value if value.dtype.char in "fd" else value.astype(np.float32)
     out = np.asarray(value)
     return out if out.dtype.char in "fd" else out.astype(np.float32)

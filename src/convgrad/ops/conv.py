@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dask import is_dask_array
 from .dispatch import general_conv
 from .profiler import record
 from .spec import ConvSpec, _is_int, check_float_array
@@ -65,6 +66,9 @@ def _check_shape(name: str, shape: object, ndim: int, fn: str) -> tuple[int, ...
 
 def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec) -> np.ndarray:
     """``y = conv(x, w)`` per ``spec``; x (N, C_in, *L), w (C_out, C_in/G, *K), no bias."""
+    if type(x) is not np.ndarray and is_dask_array(x):  # chunk by chunk, lazily
+        from .dask import kernels
+        return kernels.conv_forward(x, w, spec)
     fn = "conv_forward"
     spec = _check_spec(spec, fn)
     x, w = check_float_array("x", x, fn), check_float_array("weight", w, fn)
@@ -86,6 +90,9 @@ def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec) -> np.ndarray:
 
 def conv_input_grad(gy: np.ndarray, w: np.ndarray, x_shape: tuple, spec: ConvSpec) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dx`` for an input of shape ``x_shape``."""
+    if type(gy) is not np.ndarray and is_dask_array(gy):  # chunk by chunk, lazily
+        from .dask import kernels
+        return kernels.conv_input_grad(gy, w, x_shape, spec)
     fn = "conv_input_grad"
     spec = _check_spec(spec, fn)
     gy, w = check_float_array("gy", gy, fn), check_float_array("weight", w, fn)
@@ -114,6 +121,9 @@ def conv_input_grad(gy: np.ndarray, w: np.ndarray, x_shape: tuple, spec: ConvSpe
 
 def conv_weight_grad(x: np.ndarray, gy: np.ndarray, w_shape: tuple, spec: ConvSpec) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dw`` for a weight of shape ``w_shape``."""
+    if is_dask_array(x) or is_dask_array(gy):  # chunk by chunk, lazily
+        from .dask import kernels
+        return kernels.conv_weight_grad(x, gy, w_shape, spec)
     fn = "conv_weight_grad"
     spec = _check_spec(spec, fn)
     x, gy = check_float_array("x", x, fn), check_float_array("gy", gy, fn)
@@ -141,6 +151,9 @@ def conv_weight_grad(x: np.ndarray, gy: np.ndarray, w_shape: tuple, spec: ConvSp
 
 def conv_bias_grad(gy: np.ndarray) -> np.ndarray:
     """Sum of ``gy`` (N, C_out, *spatial) over the batch and spatial dims: shape (C_out,)."""
+    if type(gy) is not np.ndarray and is_dask_array(gy):  # chunk by chunk, lazily
+        from .dask import kernels
+        return kernels.conv_bias_grad(gy)
     fn = "conv_bias_grad"
     gy = check_float_array("gy", gy, fn)
     if gy.ndim < 3:

@@ -14,6 +14,7 @@ import numpy as np
 from .. import autograd as _autograd
 from ..autograd import register_tensor_type
 from . import elementwise as _ew
+from . import lazy as _lazy
 from . import reduce as _red
 from . import shape as _sh
 
@@ -49,6 +50,13 @@ def _float_data(who: str, data: Any, dtype: Any = None, copy: bool | None = None
     """data as a float ndarray: float32/float64 arrays keep their dtype, all else float32."""
     if isinstance(data, Tensor):
         data = data.data
+    if _lazy.is_dask_array(data):  # stays lazy (np.asarray would compute it); immutable
+        if data.dtype.kind not in "biuf":
+            raise TypeError(f"{who}: data of dtype {data.dtype} is not supported; "
+                            "expected real numbers (bool, int or float)")
+        dt = (_check_dtype(who, dtype) if dtype is not None
+              else data.dtype if data.dtype in _FLOATS else np.dtype(np.float32))
+        return data if data.dtype == dt else data.astype(dt)
     try:
         arr = np.asarray(data)
     except (ValueError, TypeError) as e:
@@ -71,7 +79,7 @@ def _operand(x: Any) -> Any:
         return x
     if isinstance(x, bool | int | float):
         return float(x) if isinstance(x, np.floating) else x  # np.float64 is a float too
-    arr = np.asarray(x)
+    arr = x if _lazy.is_dask_array(x) else np.asarray(x)  # (dask stays lazy)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"unsupported operand {x!r} of type {type(x).__name__}; "
                         "expected a Tensor, an ndarray or a real number")
@@ -221,16 +229,22 @@ class Tensor:
     def dtype(self) -> np.dtype:
         return self.data.dtype
 
-    def numpy(self) -> np.ndarray:
+    def _eager(self, who: str) -> np.ndarray:
+        """``data``, or a TypeError for dask data (which only ``cg.compute`` evaluates)."""
+        if type(self.data) is not np.ndarray and _lazy.is_dask_array(self.data):
+            raise _lazy.eager_error(who, self.data)
         return self.data
+
+    def numpy(self) -> np.ndarray:
+        return self._eager("numpy")
 
     def item(self) -> float:
         if self.data.size != 1:
             raise ValueError(f"item: the tensor has {self.data.size} elements, expected 1")
-        return self.data.item()
+        return self._eager("item").item()
 
     def tolist(self) -> Any:
-        return self.data.tolist()
+        return self._eager("tolist").tolist()
 
     def detach(self) -> Tensor:
         """The same data, outside the graph."""
@@ -250,9 +264,10 @@ class Tensor:
         _autograd.backward(self, gradient, retain_graph, create_graph)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        data = self._eager("__array__")
         if dtype is None and not copy:
-            return self.data
-        return np.array(self.data, dtype=dtype, copy=True if copy else None)
+            return data
+        return np.array(data, dtype=dtype, copy=True if copy else None)
 
     def __len__(self) -> int:
         if self.data.ndim == 0:
@@ -269,7 +284,8 @@ class Tensor:
         return float(self.item())
 
     def __repr__(self) -> str:
-        parts = [np.array2string(self.data, separator=", ", prefix="tensor(")]
+        parts = [repr(self.data) if _lazy.is_dask_array(self.data)  # (without computing)
+                 else np.array2string(self.data, separator=", ", prefix="tensor(")]
         if self.data.dtype == np.float64:
             parts.append("dtype=float64")
         if self.grad_fn is not None:
@@ -575,7 +591,8 @@ def stack(tensors: Sequence[Any], dim: int | None = None, *, axis: int | None = 
 
 def where(cond: Any, a: Any, b: Any) -> Tensor:
     """``a`` where ``cond`` is true, else ``b`` (broadcasting; gradients to a and b)."""
-    cond = cond.data if isinstance(cond, Tensor) else np.asarray(cond)
+    cond = (cond.data if isinstance(cond, Tensor) else cond if _lazy.is_dask_array(cond)
+            else np.asarray(cond))
     return _ew.Where.apply(cond.astype(bool, copy=False), _operand(a), _operand(b))
 
 
