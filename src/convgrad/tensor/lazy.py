@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ops.dask import is_dask_array
 
-__all__ = ["compute", "eager_error", "index_add", "is_dask_array", "pad_constant"]
+__all__ = ["compute", "eager_error", "get_item", "index_add", "is_dask_array", "pad_constant"]
 
 
 def eager_error(who: str, data: Any) -> TypeError:
@@ -55,6 +55,16 @@ def pad_constant(x: Any, widths: tuple, value: float) -> Any:
     import dask.array as da
 
     return da.pad(x, widths, mode="constant", constant_values=value)
+
+
+def get_item(x: Any, index: tuple) -> Any:
+    """``x[index]`` for a dask ``x``; an index dask cannot take lazily is a TypeError."""
+    try:
+        return x[index]
+    except (NotImplementedError, TypeError) as e:
+        raise TypeError(f"indexing: the index {index!r} cannot stay lazy for a dask-backed "
+                        f"tensor ({e}); evaluate the tensor first with convgrad.compute(t)"
+                        ) from None
 
 
 def index_add(g: Any, index: tuple, shape: tuple) -> Any:

@@ -60,6 +60,8 @@ class GetItem(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, index: tuple) -> np.ndarray:
         ctx.index = index
+        if lazy.is_dask_array(x):  # (dask indexes lazily, but not every index)
+            return lazy.get_item(x, index)
         return x[index]
 
     @staticmethod
