@@ -157,10 +157,11 @@ def _meta(ndim: int, dtype: np.dtype) -> np.ndarray:
 
 
 def _block_region(axes: tuple[Axis, ...], plans: tuple[Plan, ...], block: tuple,
-                  source_reads: str) -> tuple[list, list, list] | None:
-    """For target block ``block`` (one index per spatial dim): the crop of the source
-    block, the block spec's padding and the target block's spatial shape.  None when a
-    dim reads nothing (the target block is zeros)."""
+                  source_reads: str) -> tuple[tuple[list, list] | None, list]:
+    """For target block ``block`` (one index per spatial dim): ((the crop of the source
+    block, the block spec's padding) or None when some dim reads nothing, so that the
+    target block is zeros; the target block's spatial shape).  ``source_reads`` names
+    the :class:`.halo.Axis` method mapping a target range to its source range."""
     crop, pads, shape = [], [], []
     empty = False
     for ax, pl, j in zip(axes, plans, block):
