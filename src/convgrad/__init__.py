@@ -58,6 +58,7 @@ from .tensor.functions import (
     transpose,
     unsqueeze,
 )
+from .tensor.lazy import compute
 
 __version__ = "0.1.0"
 
@@ -69,7 +70,7 @@ __all__ = [
     "get_workspace_limit", "set_workspace_limit", "cat", "as_tensor",
     "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean", "min", "permute",
     "pow", "relu", "reshape", "sigmoid", "sqrt", "squeeze", "sum", "tanh", "transpose",
-    "unsqueeze", "nn", "optim", "metrics", "save", "load", "manual_seed", "utils",
+    "unsqueeze", "nn", "optim", "metrics", "save", "load", "manual_seed", "utils", "compute",
 ]
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ops.dask import is_dask_array, rechunk_like
 from . import grad_mode
 from .function import (
     FREED_MESSAGE,
@@ -93,9 +94,9 @@ def _seed(who: str, tensors: Any, grads: Any) -> tuple[list[Tensor], list[Tensor
             if t.data.size != 1:
                 raise RuntimeError(f"{who}: grad can be implicitly created only for outputs "
                                    f"with one element, got shape {t.shape}")
-            g = _wrap(np.ones_like(t.data))
+            g = _wrap(np.ones_like(t.data))  # (a dask array for dask data: NumPy dispatches)
         elif not isinstance(g, tensor_type()):
-            g = _wrap(_float_array(g))
+            g = _wrap(rechunk_like(_float_array(g), t.data))  # a dask output: a dask seed
         if g.shape != t.shape:
             raise ValueError(f"{who}: gradient {i} has shape {g.shape}, expected the output's "
                              f"shape {t.shape}")
@@ -171,7 +172,8 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
                 if gi is None or not needs[i]:
                     continue
                 if type(gi) is not tensor_type() or gi.data.shape != inp.data.shape or (
-                        gi.data.dtype != inp.data.dtype):  # else the common case: all fine
+                        gi.data.dtype != inp.data.dtype) or (
+                        type(inp.data) is not np.ndarray):  # else the common case: all fine
                     gi = _check_grad(node, i, inp, gi)
                 parent = node.edges[i]
                 if parent is None:
@@ -220,6 +222,11 @@ def _check_grad(node: Context, i: int, inp: Tensor, g: Any) -> Tensor:
     if g.shape != inp.shape:
         raise RuntimeError(f"{node.fn.__name__}.backward returned a gradient of shape "
                            f"{g.shape} for input {i} of shape {inp.shape}")
+    if g.grad_fn is None and is_dask_array(inp.data):
+        # a dask input's gradient takes its chunks, so that the gradients met by the
+        # chunked kernels pair with their inputs (a recorded gradient, under
+        # create_graph, keeps its own: rechunking is not a recorded operation)
+        g = _wrap(rechunk_like(g.data, inp.data))
     return g if g.data.dtype == inp.data.dtype else g.astype(inp.dtype)
 
 
@@ -230,7 +237,8 @@ def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool) 
         if id(leaf) in targets:
             targets[id(leaf)] = add(targets[id(leaf)], g)
     elif leaf.grad is None:  # own the buffer: the same array may reach several leaves
-        leaf.grad = g if create_graph else _wrap(np.array(g.data))
+        # (a dask array is immutable: no copy, and np.array would compute it)
+        leaf.grad = g if create_graph or is_dask_array(g.data) else _wrap(np.array(g.data))
     else:
         leaf.grad = add(leaf.grad, g)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ops.dask import is_dask_array
 from .grad_mode import is_grad_enabled
 
 __all__ = ["Context", "FREED_MESSAGE", "Function", "MODIFIED_MESSAGE", "OUTPUT",
@@ -259,6 +260,8 @@ def _view_of_current(t: Any, node: Context) -> bool:
 
 def _float_array(value: Any) -> np.ndarray:
     """A gradient as a float ndarray (float32 unless it is float32 or float64)."""
+    if is_dask_array(value):  # lazy data stays lazy: np.asarray would compute it
+        return value if value.dtype.char in "fd" else value.astype(np.float32)
     out = np.asarray(value)
     return out if out.dtype.char in "fd" else out.astype(np.float32)
 
@@ -268,6 +271,9 @@ _KEPT = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int
 
 def _tensor_array(value: Any) -> np.ndarray:
     """An op's result as a Tensor's array: float32/float64, int32/int64 or bool."""
+    if is_dask_array(value):  # lazy data stays lazy: np.asarray would compute it
+        return value if value.dtype in _KEPT else value.astype(
+            np.int64 if value.dtype.kind in "iu" else np.float32)
     out = np.asarray(value)
     if out.dtype in _KEPT:
         return out

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function
-from ..tensor import Tensor, as_tensor
+from ..tensor import Tensor, as_tensor, lazy
 
 __all__ = ["pad"]
 
@@ -28,6 +28,8 @@ class PadConstant(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, widths: tuple, value: float) -> np.ndarray:
         ctx.inner = tuple(slice(lo, lo + n) for (lo, _), n in zip(widths, x.shape))
+        if lazy.is_dask_array(x):  # a full-size np.full would defeat the chunking
+            return lazy.pad_constant(x, widths, value)
         out = np.full([n + lo + hi for (lo, hi), n in zip(widths, x.shape)], value, x.dtype)
         out[ctx.inner] = x
         return out

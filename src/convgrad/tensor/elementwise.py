@@ -202,7 +202,7 @@ class Clip(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         x = ctx.inputs[0].data
-        inside = np.ones(x.shape, bool)
+        inside = np.ones_like(x, dtype=bool)  # (lazy for dask data)
         if ctx.lo is not None:
             inside &= x >= ctx.lo
         if ctx.hi is not None:

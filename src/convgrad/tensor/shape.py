@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function
+from . import lazy
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
@@ -73,6 +74,8 @@ class GetItem(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, index: tuple) -> np.ndarray:
         ctx.index = index
+        if lazy.is_dask_array(x):  # (dask indexes lazily, but not every index)
+            return lazy.get_item(x, index)
         return x[index]
 
     @staticmethod
@@ -89,6 +92,8 @@ class IndexAdd(Function):
     @staticmethod
     def forward(ctx: Context, g: np.ndarray, index: tuple, shape: tuple) -> np.ndarray:
         ctx.index = index
+        if lazy.is_dask_array(g):  # a full-size np.zeros would defeat the chunking
+            return lazy.index_add(g, index, shape)
         out = np.zeros(shape, g.dtype)
         if _is_basic(index):
             out[index] = g

@@ -21,6 +21,7 @@ from .. import random as _random
 from ..autograd import register_tensor_type
 from . import elementwise as _ew
 from . import inplace as _inplace
+from . import lazy as _lazy
 from . import reduce as _red
 from . import return_types as _rt
 from . import shape as _sh
@@ -80,6 +81,13 @@ def _array_data(who: str, data: Any, dtype: Any = None, copy: bool | None = None
     own = None
     if isinstance(data, Tensor):
         data, own = data.data, data.data.dtype
+    if _lazy.is_dask_array(data):  # stays lazy (np.asarray would compute it); immutable
+        if data.dtype.kind not in "biuf":
+            raise TypeError(f"{who}: data of dtype {data.dtype} is not supported; "
+                            "expected real numbers (bool, int or float)")
+        dt = (_tensor_dtype(who, dtype) if dtype is not None else own if own is not None
+              else data.dtype if data.dtype in _FLOATS else np.dtype(np.float32))
+        return data if data.dtype == dt else data.astype(dt)
     try:
         arr = np.asarray(data)
     except (ValueError, TypeError) as e:
@@ -98,6 +106,12 @@ def _array_data(who: str, data: Any, dtype: Any = None, copy: bool | None = None
     return np.array(arr, dtype=dt, copy=copy)
 
 
+def _result(value: Any) -> Any:
+    """An operation's value as an array (NumPy returns scalars for 0-d results); dask
+    arrays as they are (np.asarray would compute them)."""
+    return value if _lazy.is_dask_array(value) else np.asarray(value)
+
+
 def _operand(x: Any) -> Any:
     """An operand of a binary op: a Tensor, a weak Python scalar or an ndarray of a Tensor
     dtype (other integers become int64, other floats float32)."""
@@ -105,7 +119,7 @@ def _operand(x: Any) -> Any:
         return x
     if isinstance(x, bool | int | float):
         return float(x) if isinstance(x, np.floating) else x  # np.float64 is a float too
-    arr = np.asarray(x)
+    arr = x if _lazy.is_dask_array(x) else np.asarray(x)  # (dask stays lazy)
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"unsupported operand {x!r} of type {type(x).__name__}; "
                         "expected a Tensor, an ndarray or a real number")
@@ -330,17 +344,23 @@ class Tensor(InPlaceMixin):
         """How many times this tensor's memory was modified in place (shared with views)."""
         return _versions.version(self.data)
 
-    def numpy(self) -> np.ndarray:
+    def _eager(self, who: str) -> np.ndarray:
+        """``data``, or a TypeError for dask data (which only ``cg.compute`` evaluates)."""
+        if type(self.data) is not np.ndarray and _lazy.is_dask_array(self.data):
+            raise _lazy.eager_error(who, self.data)
         return self.data
+
+    def numpy(self) -> np.ndarray:
+        return self._eager("numpy")
 
     def item(self) -> Any:
         """The one element as a Python number (float, int or bool)."""
         if self.data.size != 1:
             raise ValueError(f"item: the tensor has {self.data.size} elements, expected 1")
-        return self.data.item()
+        return self._eager("item").item()
 
     def tolist(self) -> Any:
-        return self.data.tolist()
+        return self._eager("tolist").tolist()
 
     def detach(self) -> Tensor:
         """The same data (memory shared, so its version counter too), outside the graph."""
@@ -359,9 +379,10 @@ class Tensor(InPlaceMixin):
         _autograd.backward(self, gradient, retain_graph, create_graph)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        data = self._eager("__array__")
         if dtype is None and not copy:
-            return self.data
-        return np.array(self.data, dtype=dtype, copy=True if copy else None)
+            return data
+        return np.array(data, dtype=dtype, copy=True if copy else None)
 
     def __len__(self) -> int:
         if self.data.ndim == 0:
@@ -375,7 +396,7 @@ class Tensor(InPlaceMixin):
         if self.data.size != 1:
             raise ValueError(f"bool: the truth value of a tensor with {self.data.size} elements "
                              "is ambiguous; use .any() or .all()")
-        return bool(self.data.item())
+        return bool(self._eager("bool").item())
 
     def __float__(self) -> float:
         return float(self.item())
@@ -388,20 +409,21 @@ class Tensor(InPlaceMixin):
         if self.data.dtype.kind not in "biu" or self.data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an "
                             f"index, got dtype {self.data.dtype} with {self.data.size} elements")
-        return int(self.data.item())
+        return int(self._eager("int").item())
 
     def __format__(self, spec: str) -> str:
         """A 0-d tensor formats as its number (as torch); a one-element tensor too, given a
         format spec (``f"{loss:.4f}"``); anything else with an empty spec as ``str``."""
         if self.data.ndim == 0 or (spec and self.data.size == 1):
-            return format(self.data.item(), spec)
+            return format(self._eager("format").item(), spec)
         if spec:
             raise TypeError(f"format: spec {spec!r} needs a one-element tensor, got shape "
                             f"{self.data.shape}")
         return str(self)
 
     def __repr__(self) -> str:
-        parts = [np.array2string(self.data, separator=", ", prefix="tensor(")]
+        parts = [repr(self.data) if _lazy.is_dask_array(self.data)  # (without computing)
+                 else np.array2string(self.data, separator=", ", prefix="tensor(")]
         if self.data.dtype in (np.float64, np.int32):
             parts.append(f"dtype={self.data.dtype}")
         if self.grad_fn is not None:
@@ -481,9 +503,9 @@ class Tensor(InPlaceMixin):
     # -- comparisons and logic: bool (or integer) Tensors, not differentiable
     def _compare(self, other: Any, op: Any) -> Any:
         if isinstance(other, Tensor):
-            return Tensor._wrap(np.asarray(op(self.data, other.data)))
+            return Tensor._wrap(_result(op(self.data, other.data)))
         if isinstance(other, int | float | np.ndarray | np.generic | list | tuple):
-            return Tensor._wrap(np.asarray(op(self.data, other)))
+            return Tensor._wrap(_result(op(self.data, other)))
         return NotImplemented
 
     def _logic(self, other: Any, op: Any) -> Any:
@@ -492,7 +514,7 @@ class Tensor(InPlaceMixin):
         other = other.data if isinstance(other, Tensor) else other
         if not isinstance(other, bool | int | np.ndarray | np.generic):
             return NotImplemented
-        return Tensor._wrap(np.asarray(op(self.data, other)))
+        return Tensor._wrap(_result(op(self.data, other)))
 
     def __and__(self, other: Any) -> Any:
         return self._logic(other, np.bitwise_and)
@@ -521,13 +543,13 @@ class Tensor(InPlaceMixin):
             keepdims: bool | None = None) -> Tensor:
         """Whether any element (along ``dim``) is nonzero: a bool Tensor."""
         dims, keep = self._reduce_args("any", dim, keepdim, axis, keepdims)
-        return Tensor._wrap(np.asarray(np.any(self.data, axis=dims, keepdims=keep)))
+        return Tensor._wrap(_result(np.any(self.data, axis=dims, keepdims=keep)))
 
     def all(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
             keepdims: bool | None = None) -> Tensor:
         """Whether every element (along ``dim``) is nonzero: a bool Tensor."""
         dims, keep = self._reduce_args("all", dim, keepdim, axis, keepdims)
-        return Tensor._wrap(np.asarray(np.all(self.data, axis=dims, keepdims=keep)))
+        return Tensor._wrap(_result(np.all(self.data, axis=dims, keepdims=keep)))
 
     def __lt__(self, other: Any) -> Any:
         return self._compare(other, np.less)
@@ -842,7 +864,10 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     ``cond`` is a bool Tensor or ndarray (other dtypes: nonzero is true).
     """
     if not (isinstance(cond, Tensor) and cond.data.dtype == np.bool_):
-        cond = np.asarray(cond.data if isinstance(cond, Tensor) else cond).astype(bool, copy=False)
+        cond = cond.data if isinstance(cond, Tensor) else cond
+        if not _lazy.is_dask_array(cond):
+            cond = np.asarray(cond)
+        cond = cond.astype(bool, copy=False)
     a, b = _operand(a), _operand(b)
     if isinstance(a, Tensor | np.ndarray) or isinstance(b, Tensor | np.ndarray):
         a, b = _promote((a, b))
