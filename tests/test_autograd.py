@@ -366,4 +366,4 @@ def test_tensor_and_node_use_slots():
     x = cg.tensor([1.0], requires_grad=True)
     assert not hasattr(x, "__dict__")
     node = (x * 2).grad_fn
-    assert isinstance(node, Context) and node.fn.__name__ == "Mul"
+    assert isinstance(node, Context) and node.op.__name__ == "Mul"

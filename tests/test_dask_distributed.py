@@ -4,7 +4,8 @@
 On a ``dask.distributed`` cluster of two single-threaded workers with 384 MiB each, a
 strided 3-D convolution's forward, input gradient and weight gradient over a 1 GiB
 input (2.7 times one worker's limit) finish without any worker being lost to memory
-and match the NumPy results (float32, max-norm relative 1e-5).  The reference for
+and match the NumPy results (float32, max-norm relative 1e-5; the weight gradient's
+error relative to the sum of its products' magnitudes).  The reference for
 each output block runs in a task of the same graph next to the block it checks.
 """
 
@@ -66,18 +67,19 @@ def reference(n: int, p: tuple, y_block: np.ndarray, gx_block: np.ndarray) -> di
     xs = x_values(n, *((2 * a - 1, 2 * b + 1) for a, b in p))
     gy = gy_values(n, *p).ravel().astype(np.float64)
     gy_wide = gy_values(n, *((a - 1, b + 1) for a, b in p))
-    y_ref, gw = np.zeros(m, np.float32), np.zeros(WEIGHT.shape)
+    y_ref, gw, gw_abs = np.zeros(m, np.float32), np.zeros(WEIGHT.shape), np.zeros(WEIGHT.shape)
     acc = np.zeros([2 * k + 5 for k in m], np.float32)  # gx over [2 p0 - 3, 2 p1 + 2)
     for k in np.ndindex(3, 3, 3):
         wk = WEIGHT[(0, 0, *k)]
         tap = np.ascontiguousarray(xs[tuple(slice(k[i], k[i] + 2 * m[i], 2) for i in range(3))])
         y_ref += wk * tap
         gw[(0, 0, *k)] = np.dot(gy, tap.ravel())
+        gw_abs[(0, 0, *k)] = np.dot(np.abs(gy), np.abs(tap.ravel()))  # the error's scale
         acc[tuple(slice(k[i], k[i] + 2 * (m[i] + 2), 2) for i in range(3))] += wk * gy_wide
     gx_ref = acc[tuple(slice(3, 3 + 2 * k) for k in m)]
     return {"y": (np.abs(y_block[0, 0] - y_ref).max(), np.abs(y_ref).max()),
             "gx": (np.abs(gx_block[0, 0] - gx_ref).max(), np.abs(gx_ref).max()),
-            "gw": gw}
+            "gw": gw, "gw_abs": gw_abs}
 
 
 @pytest.fixture(scope="module")
@@ -110,6 +112,9 @@ def test_strided_3d_convolution_and_gradients_out_of_core(client):
     for name in ("y", "gx"):
         err = max(r[name][0] for r in results) / max(r[name][1] for r in results)
         assert err <= 1e-5, f"{name}: max relative error {err:.2e}"
+    # a float32 sum of millions of products that cancel: its error scales with the sum of
+    # their magnitudes (oneDNN accumulates in float32 per chunk), not with the result
     gw_ref = sum(r["gw"] for r in results)
-    err = np.abs(gw_value - gw_ref).max() / np.abs(gw_ref).max()
-    assert err <= 1e-5, f"weight gradient: max relative error {err:.2e}"
+    scale = sum(r["gw_abs"] for r in results)
+    err = (np.abs(gw_value - gw_ref) / scale).max()
+    assert err <= 1e-5, f"weight gradient: max error {err:.2e} of the sum of |products|"

@@ -70,7 +70,7 @@ def grad(
     return result
 
 
-def _seed(who: str, tensors: Any, grads: Any) -> tuple[list[Tensor], list[Tensor]]:
+def _seed(fn: str, tensors: Any, grads: Any) -> tuple[list[Tensor], list[Tensor]]:
     """Check the outputs and build their starting gradients (implicit ones for scalars)."""
     tensors = [tensors] if isinstance(tensors, tensor_type()) else list(tensors)
     if grads is None:
@@ -80,25 +80,25 @@ def _seed(who: str, tensors: Any, grads: Any) -> tuple[list[Tensor], list[Tensor
     else:
         grads = list(grads)
     if len(grads) != len(tensors):
-        raise ValueError(f"{who}: got {len(grads)} gradients for {len(tensors)} outputs")
+        raise ValueError(f"{fn}: got {len(grads)} gradients for {len(tensors)} outputs")
     seeds = []
     for i, (t, g) in enumerate(zip(tensors, grads)):
         if not isinstance(t, tensor_type()):
-            raise TypeError(f"{who}: outputs[{i}] must be a Tensor, got {type(t).__name__}")
+            raise TypeError(f"{fn}: outputs[{i}] must be a Tensor, got {type(t).__name__}")
         if not t.requires_grad:
-            raise RuntimeError(f"{who}: element {i} of the outputs does not require grad "
+            raise RuntimeError(f"{fn}: element {i} of the outputs does not require grad "
                                "and does not have a grad_fn")
         if _registered.modified:
-            _check_current(who, (t,))
+            _check_current(fn, (t,))
         if g is None:
             if t.data.size != 1:
-                raise RuntimeError(f"{who}: grad can be implicitly created only for outputs "
+                raise RuntimeError(f"{fn}: grad can be implicitly created only for outputs "
                                    f"with one element, got shape {t.shape}")
             g = _wrap(np.ones_like(t.data))  # (a dask array for dask data: NumPy dispatches)
         elif not isinstance(g, tensor_type()):
             g = _wrap(rechunk_like(_float_array(g), t.data))  # a dask output: a dask seed
         if g.shape != t.shape:
-            raise ValueError(f"{who}: gradient {i} has shape {g.shape}, expected the output's "
+            raise ValueError(f"{fn}: gradient {i} has shape {g.shape}, expected the output's "
                              f"shape {t.shape}")
         seeds.append(g if g.dtype == t.dtype else g.astype(t.dtype))
     return tensors, seeds
@@ -193,13 +193,13 @@ def _call_rule(node: Context, out: Tensor, g: Tensor, needs: tuple) -> tuple:
     recorded_needs = node.needs_input_grad
     node.needs_input_grad, node.output = needs, out
     try:
-        grads = node.fn.backward(node, g)
+        grads = node.op.backward(node, g)
     finally:
         node.needs_input_grad, node.output = recorded_needs, None
     if not isinstance(grads, tuple | list):
         grads = (grads,)
     if len(grads) != len(node.inputs):
-        raise RuntimeError(f"{node.fn.__name__}.backward returned {len(grads)} gradients, "
+        raise RuntimeError(f"{node.op.__name__}.backward returned {len(grads)} gradients, "
                            f"expected {len(node.inputs)} (one per positional input)")
     return grads
 
@@ -220,7 +220,7 @@ def _check_grad(node: Context, i: int, inp: Tensor, g: Any) -> Tensor:
     if not isinstance(g, tensor_type()):
         g = _wrap(_float_array(g))
     if g.shape != inp.shape:
-        raise RuntimeError(f"{node.fn.__name__}.backward returned a gradient of shape "
+        raise RuntimeError(f"{node.op.__name__}.backward returned a gradient of shape "
                            f"{g.shape} for input {i} of shape {inp.shape}")
     if g.grad_fn is None and is_dask_array(inp.data):
         # a dask input's gradient takes its chunks, so that the gradients met by the

@@ -85,13 +85,13 @@ class Context:
     Tensor when the rule reads it.
     """
 
-    __slots__ = ("fn", "inputs", "needs_input_grad", "edges", "saved", "output",
+    __slots__ = ("op", "inputs", "needs_input_grad", "edges", "saved", "output",
                  "output_version", "__dict__")
     versions: tuple | None = None
     output_ref: Any = None
 
-    def __init__(self, fn: type, inputs: tuple, needs_input_grad: tuple) -> None:
-        self.fn = fn
+    def __init__(self, op: type, inputs: tuple, needs_input_grad: tuple) -> None:
+        self.op = op
         self.inputs = inputs
         self.needs_input_grad = needs_input_grad
         self.saved = ()
@@ -108,7 +108,7 @@ class Context:
         return tuple(_wrap(v) if isinstance(v, np.ndarray) else v for v in self.saved)
 
     def _free(self) -> None:
-        if self.fn.view:  # a view holds no values of its own: it stays, and (as in torch) a
+        if self.op.view:  # a view holds no values of its own: it stays, and (as in torch) a
             return        # view kept across steps, of a parameter say, is differentiated again
         self.inputs = self.edges = None
         self.saved = ()
@@ -116,14 +116,14 @@ class Context:
 
     def check_versions(self) -> None:
         """Raise if a value the rule reads was modified in place since it was recorded."""
-        positions = self.fn.reads_for(self.needs_input_grad)[0]
+        positions = self.op.reads_for(self.needs_input_grad)[0]
         for i, then in zip(positions, self.versions or (0,) * len(positions)):
             if not isinstance(self.inputs[i], _registered.tensor_type):
                 continue
             now = self.inputs[i]._version
             if now != then:
                 raise RuntimeError(MODIFIED_MESSAGE.format(
-                    what=f"input {i} of {self.fn.__name__}Backward", now=now, then=then))
+                    what=f"input {i} of {self.op.__name__}Backward", now=now, then=then))
         if self.output_ref is None:
             return
         out = self.output_ref()
@@ -131,11 +131,11 @@ class Context:
         now = out._version if out is not None else f"> {self.output_version}"
         if now != self.output_version:
             raise RuntimeError(MODIFIED_MESSAGE.format(
-                what=f"the output of {self.fn.__name__}Backward", now=now,
+                what=f"the output of {self.op.__name__}Backward", now=now,
                 then=self.output_version))
 
     def __repr__(self) -> str:
-        return f"<{self.fn.__name__}Backward>"
+        return f"<{self.op.__name__}Backward>"
 
 
 class Function:
@@ -218,14 +218,14 @@ class Function:
             ctx.versions = tuple([args[i]._version if isinstance(args[i], tensor_type) else 0
                                   for i in cls.reads_for(ctx.needs_input_grad)[0]])
             # a fresh array (not an input returned as it is) has never been modified
-            fresh = out.base is None and not any(out is a for a in arrays)
+            fresh = getattr(out, "base", None) is None and not any(out is a for a in arrays)
             ctx.output_version = 0 if fresh else result._version
         else:
             ctx.output_version = 0
         return result
 
 
-def _check_current(who: str, args: tuple, edges: list | None = None) -> None:
+def _check_current(fn: str, args: tuple, edges: list | None = None) -> None:
     """Refuse an input whose memory was modified in place behind its history's back.
 
     A tensor's values changed through another tensor sharing its memory (a view, or the
@@ -238,7 +238,7 @@ def _check_current(who: str, args: tuple, edges: list | None = None) -> None:
         if node is not None and args[i]._version != node.output_version and not (
                 _view_of_current(args[i], node)):
             raise RuntimeError(
-                f"{who}: input {i} was modified in place through another tensor that "
+                f"{fn}: input {i} was modified in place through another tensor that "
                 f"shares its memory (a view or the base of a view), after it was computed; "
                 "its recorded history no longer matches its values. clone() it before "
                 "modifying a view of it in place")
@@ -249,7 +249,7 @@ def _view_of_current(t: Any, node: Context) -> bool:
     current (a leaf, or a tensor not written behind its history); if so, note it current."""
     top, base = node, t
     while node is not None and base._version != node.output_version:
-        if not node.fn.view:
+        if not node.op.view:
             return False
         base, node = node.inputs[0], node.edges[0]
         if base.grad_fn is not node:  # the base was given a new history in place since

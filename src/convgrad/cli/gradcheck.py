@@ -21,7 +21,7 @@ from ..testing import check
 class Case(NamedTuple):
     op: str
     config: str
-    fn: Callable[..., Tensor]
+    func: Callable[..., Tensor]
     inputs: tuple
     order: int = 1
 
@@ -117,8 +117,8 @@ def _core_cases(rng: np.random.Generator, quick: bool) -> list[Case]:
 
 def _second_order(case: Case) -> Case:
     """Check y^3 to order 2: a linear op's own second derivative would be zero."""
-    fn = case.fn
-    return case._replace(fn=lambda *a: fn(*a) ** 3, config=f"{case.config} y^3".strip(),
+    func = case.func
+    return case._replace(func=lambda *a: func(*a) ** 3, config=f"{case.config} y^3".strip(),
                          order=2)
 
 
@@ -178,7 +178,7 @@ def run(quick: bool = False, out: TextIO = sys.stdout) -> int:
     failures, start = 0, time.perf_counter()
     for case in cases:
         try:
-            res = check(case.fn, case.inputs, order=case.order,
+            res = check(case.func, case.inputs, order=case.order,
                         max_elements=12 if quick else None)
             cells = f"{res.max_abs:>12.2e} {res.max_rel:>12.2e}  {'PASS' if res.passed else 'FAIL'}"
             failures += not res.passed

@@ -33,11 +33,11 @@ def tanh(x: Any) -> Tensor:
     return as_tensor(x).tanh()
 
 
-def _softmax_dim(who: str, x: Tensor, dim: Any, axis: Any) -> int:
-    dim = _alias(who, "dim", dim, "axis", axis, None)
+def _softmax_dim(fn: str, x: Tensor, dim: Any, axis: Any) -> int:
+    dim = _alias(fn, "dim", dim, "axis", axis, None)
     if dim is None:
-        raise TypeError(f"{who}: dim is required (the dim that sums to one)")
-    return _dim(who, dim, x.ndim)
+        raise TypeError(f"{fn}: dim is required (the dim that sums to one)")
+    return _dim(fn, dim, x.ndim)
 
 
 def softmax(x: Any, dim: int | None = None, *, axis: int | None = None) -> Tensor:

@@ -26,19 +26,19 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNo
            "InstanceNorm2d", "InstanceNorm3d", "LayerNorm"]
 
 
-def _dtype(who: str, dtype: Any) -> np.dtype:
-    return np.dtype(np.float32) if dtype is None else _check_dtype(who, dtype)
+def _dtype(fn: str, dtype: Any) -> np.dtype:
+    return np.dtype(np.float32) if dtype is None else _check_dtype(fn, dtype)
 
 
-def _flag(who: str, name: str, value: Any) -> bool:
+def _flag(fn: str, name: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"{who}: {name}={value!r} must be a bool")
+        raise TypeError(f"{fn}: {name}={value!r} must be a bool")
     return value
 
 
-def _eps(who: str, eps: Any) -> float:
+def _eps(fn: str, eps: Any) -> float:
     if isinstance(eps, bool) or not isinstance(eps, Real) or not eps >= 0:
-        raise ValueError(f"{who}: eps={eps!r} must be a number >= 0")
+        raise ValueError(f"{fn}: eps={eps!r} must be a number >= 0")
     return eps
 
 
@@ -56,17 +56,17 @@ class _NormBase(Module):
     def __init__(self, num_features: int, eps: float, momentum: float | None, affine: bool,
                  track_running_stats: bool, *, bias: bool = True, dtype: Any = None) -> None:
         super().__init__()
-        who = type(self).__name__
-        self.num_features = _positive_int("num_features", num_features, who)
-        self.eps = _eps(who, eps)
+        fn = type(self).__name__
+        self.num_features = _positive_int("num_features", num_features, fn)
+        self.eps = _eps(fn, eps)
         if momentum is not None and (isinstance(momentum, bool) or not isinstance(
                 momentum, Real) or not 0 <= momentum <= 1):
-            raise ValueError(f"{who}: momentum={momentum!r} must be a number in [0, 1] or None")
+            raise ValueError(f"{fn}: momentum={momentum!r} must be a number in [0, 1] or None")
         self.momentum = momentum
-        self.affine = _flag(who, "affine", affine)
-        self.track_running_stats = _flag(who, "track_running_stats", track_running_stats)
-        _flag(who, "bias", bias)
-        dt = _dtype(who, dtype)
+        self.affine = _flag(fn, "affine", affine)
+        self.track_running_stats = _flag(fn, "track_running_stats", track_running_stats)
+        _flag(fn, "bias", bias)
+        dt = _dtype(fn, dtype)
         c = self.num_features
         if affine:
             self.weight = Parameter(np.ones(c, dt))
@@ -100,9 +100,9 @@ class _NormBase(Module):
                 self.bias.data[...] = 0
 
     def _check_input(self, x: Tensor) -> None:
-        who = type(self).__name__
+        fn = type(self).__name__
         if x.ndim not in self._accepted_dims:
-            raise ValueError(f"{who}: expected {self._example} input, got input of shape "
+            raise ValueError(f"{fn}: expected {self._example} input, got input of shape "
                              f"{x.shape}")
 
     def extra_repr(self) -> str:
@@ -169,14 +169,14 @@ class _InstanceNorm(_NormBase):
     def forward(self, input: Any) -> Tensor:
         x = as_tensor(input)
         self._check_input(x)
-        who = type(self).__name__
+        fn = type(self).__name__
         feature_dim = x.ndim - self._unbatched_dims
         if x.shape[feature_dim] != self.num_features:
             if self.affine:
-                raise ValueError(f"{who}: input of shape {x.shape} has {x.shape[feature_dim]} "
+                raise ValueError(f"{fn}: input of shape {x.shape} has {x.shape[feature_dim]} "
                                  f"channels (dim {feature_dim}), expected num_features="
                                  f"{self.num_features}")
-            warnings.warn(f"{who}: input of shape {x.shape} has {x.shape[feature_dim]} "
+            warnings.warn(f"{fn}: input of shape {x.shape} has {x.shape[feature_dim]} "
                           f"channels, not num_features={self.num_features} (unused, since "
                           "affine=False)", stacklevel=2)
         unbatched = x.ndim == self._unbatched_dims
@@ -213,16 +213,16 @@ class GroupNorm(Module):
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
                  affine: bool = True, *, bias: bool = True, dtype: Any = None) -> None:
         super().__init__()
-        who = "GroupNorm"
-        self.num_groups = _positive_int("num_groups", num_groups, who)
-        self.num_channels = _positive_int("num_channels", num_channels, who)
+        fn = "GroupNorm"
+        self.num_groups = _positive_int("num_groups", num_groups, fn)
+        self.num_channels = _positive_int("num_channels", num_channels, fn)
         if num_channels % num_groups:
-            raise ValueError(f"{who}: num_groups={num_groups} must divide "
+            raise ValueError(f"{fn}: num_groups={num_groups} must divide "
                              f"num_channels={num_channels}")
-        self.eps = _eps(who, eps)
-        self.affine = _flag(who, "affine", affine)
-        _flag(who, "bias", bias)
-        dt = _dtype(who, dtype)
+        self.eps = _eps(fn, eps)
+        self.affine = _flag(fn, "affine", affine)
+        _flag(fn, "bias", bias)
+        dt = _dtype(fn, dtype)
         if affine:
             self.weight = Parameter(np.ones(num_channels, dt))
         else:
@@ -251,12 +251,12 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
                  bias: bool = True, *, dtype: Any = None) -> None:
         super().__init__()
-        who = "LayerNorm"
-        self.normalized_shape = Fn._normalized_shape(who, normalized_shape)
-        self.eps = _eps(who, eps)
-        self.elementwise_affine = _flag(who, "elementwise_affine", elementwise_affine)
-        _flag(who, "bias", bias)
-        dt = _dtype(who, dtype)
+        fn = "LayerNorm"
+        self.normalized_shape = Fn._normalized_shape(fn, normalized_shape)
+        self.eps = _eps(fn, eps)
+        self.elementwise_affine = _flag(fn, "elementwise_affine", elementwise_affine)
+        _flag(fn, "bias", bias)
+        dt = _dtype(fn, dtype)
         if elementwise_affine:
             self.weight = Parameter(np.ones(self.normalized_shape, dt))
         else:

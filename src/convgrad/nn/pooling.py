@@ -19,14 +19,14 @@ __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "Adapt
            "MaxPool1d", "MaxPool2d", "MaxPool3d"]
 
 
-def _check_window(who: str, nd: int, kernel_size: Any, stride: Any, padding: Any,
+def _check_window(fn: str, nd: int, kernel_size: Any, stride: Any, padding: Any,
                   dilation: Any = 1) -> None:
-    k = per_dim("kernel_size", kernel_size, nd, who)
-    per_dim("stride", stride, nd, who)
-    p = per_dim("padding", padding, nd, who, minimum=0)
-    per_dim("dilation", dilation, nd, who)
+    k = per_dim("kernel_size", kernel_size, nd, fn)
+    per_dim("stride", stride, nd, fn)
+    p = per_dim("padding", padding, nd, fn, minimum=0)
+    per_dim("dilation", dilation, nd, fn)
     if any(2 * pp > kk for pp, kk in zip(p, k)):
-        raise ValueError(f"{who}: padding={padding!r} must be at most half of "
+        raise ValueError(f"{fn}: padding={padding!r} must be at most half of "
                          f"kernel_size={kernel_size!r} in every dim")
 
 

@@ -21,12 +21,12 @@ class Upsample(Module):
                  align_corners: bool | None = None,
                  recompute_scale_factor: bool | None = None) -> None:
         super().__init__()
-        who = "Upsample"
+        fn = "Upsample"
         if not isinstance(mode, str) or mode not in MODES:
-            raise ValueError(f"{who}: mode={mode!r} is not supported; expected one of "
+            raise ValueError(f"{fn}: mode={mode!r} is not supported; expected one of "
                              f"{MODES}")
         if (size is None) == (scale_factor is None):
-            raise ValueError(f"{who}: size={size!r}, scale_factor={scale_factor!r}; give "
+            raise ValueError(f"{fn}: size={size!r}, scale_factor={scale_factor!r}; give "
                              "exactly one of them")
         self.size = size
         try:
@@ -35,7 +35,7 @@ class Upsample(Module):
             else:
                 self.scale_factor = float(scale_factor) if scale_factor else None
         except (TypeError, ValueError):
-            raise TypeError(f"{who}: scale_factor={scale_factor!r} must be a number or a "
+            raise TypeError(f"{fn}: scale_factor={scale_factor!r} must be a number or a "
                             "sequence of numbers") from None
         self.mode, self.align_corners = mode, align_corners
         self.recompute_scale_factor = recompute_scale_factor

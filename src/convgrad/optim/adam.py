@@ -31,12 +31,12 @@ class Adam(Optimizer):
             "amsgrad": amsgrad, "maximize": maximize})
 
     def _check_hyper(self, group: dict[str, Any]) -> None:
-        who = type(self).__name__
+        fn = type(self).__name__
         for name in ("lr", "eps", "weight_decay"):
-            _number(who, name, group[name])
-        _betas(who, group["betas"])
-        _flag(who, "amsgrad", group["amsgrad"])
-        _flag(who, "maximize", group["maximize"])
+            _number(fn, name, group[name])
+        _betas(fn, group["betas"])
+        _flag(fn, "amsgrad", group["amsgrad"])
+        _flag(fn, "maximize", group["maximize"])
 
     def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
         dt = p.dtype.type

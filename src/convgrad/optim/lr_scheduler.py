@@ -40,39 +40,39 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- arguments
-def _optimizer(who: str, optimizer: Any) -> Optimizer:
+def _optimizer(fn: str, optimizer: Any) -> Optimizer:
     if not isinstance(optimizer, Optimizer):
-        raise TypeError(f"{who}: optimizer={type(optimizer).__name__} is not an Optimizer; "
+        raise TypeError(f"{fn}: optimizer={type(optimizer).__name__} is not an Optimizer; "
                         "build the optimiser first and pass it (e.g. "
-                        f"{who}(cg.optim.SGD(model.parameters(), lr=0.1), ...))")
+                        f"{fn}(cg.optim.SGD(model.parameters(), lr=0.1), ...))")
     return optimizer
 
 
-def _int(who: str, name: str, value: Any, low: int) -> int:
+def _int(fn: str, name: str, value: Any, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, Integral):
-        raise TypeError(f"{who}: {name}={value!r} must be an int")
+        raise TypeError(f"{fn}: {name}={value!r} must be an int")
     if value < low:
-        raise ValueError(f"{who}: {name}={value!r} must be >= {low}")
+        raise ValueError(f"{fn}: {name}={value!r} must be >= {low}")
     return int(value)
 
 
-def _real(who: str, name: str, value: Any, low: float | None = None,
+def _real(fn: str, name: str, value: Any, low: float | None = None,
           high: float | None = None) -> float:
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise TypeError(f"{who}: {name}={value!r} must be a finite number")
+        raise TypeError(f"{fn}: {name}={value!r} must be a finite number")
     if (low is not None and value < low) or (high is not None and value > high):
         lo = "-inf" if low is None else low
         hi = "inf" if high is None else high
-        raise ValueError(f"{who}: {name}={value!r} must be in [{lo}, {hi}]")
+        raise ValueError(f"{fn}: {name}={value!r} must be in [{lo}, {hi}]")
     return value
 
 
-def _per_group(who: str, name: str, value: Any, optimizer: Optimizer) -> list:
+def _per_group(fn: str, name: str, value: Any, optimizer: Optimizer) -> list:
     """``value`` once per parameter group (a list or tuple must have one entry per group)."""
     n = len(optimizer.param_groups)
     if isinstance(value, list | tuple):
         if len(value) != n:
-            raise ValueError(f"{who}: {name} has {len(value)} entries but the optimiser has "
+            raise ValueError(f"{fn}: {name} has {len(value)} entries but the optimiser has "
                              f"{n} parameter groups")
         return list(value)
     return [value] * n
@@ -88,18 +88,18 @@ class LRScheduler:
     """
 
     def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        who = type(self).__name__
-        self.optimizer = _optimizer(who, optimizer)
+        fn = type(self).__name__
+        self.optimizer = _optimizer(fn, optimizer)
         if isinstance(last_epoch, bool) or not isinstance(last_epoch, Integral) \
                 or last_epoch < -1:
-            raise ValueError(f"{who}: last_epoch={last_epoch!r} must be an int >= -1")
+            raise ValueError(f"{fn}: last_epoch={last_epoch!r} must be an int >= -1")
         if last_epoch == -1:
             for group in optimizer.param_groups:
                 group.setdefault("initial_lr", group["lr"])
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
-                    raise ValueError(f"{who}: last_epoch={last_epoch} resumes a schedule, but "
+                    raise ValueError(f"{fn}: last_epoch={last_epoch} resumes a schedule, but "
                                      f"param_groups[{i}] has no 'initial_lr' (load the "
                                      "optimiser's state first, or use last_epoch=-1)")
         self.base_lrs: list[float] = [group["initial_lr"] for group in optimizer.param_groups]
@@ -336,12 +336,12 @@ class LinearLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, start_factor: float = 1.0 / 3,
                  end_factor: float = 1.0, total_iters: int = 5, last_epoch: int = -1) -> None:
-        who = "LinearLR"
-        self.start_factor = _real(who, "start_factor", start_factor, 0.0, 1.0)
+        fn = "LinearLR"
+        self.start_factor = _real(fn, "start_factor", start_factor, 0.0, 1.0)
         if start_factor == 0:
-            raise ValueError(f"{who}: start_factor=0 must be in (0, 1]")
-        self.end_factor = _real(who, "end_factor", end_factor, 0.0, 1.0)
-        self.total_iters = _int(who, "total_iters", total_iters, 1)
+            raise ValueError(f"{fn}: start_factor=0 must be in (0, 1]")
+        self.end_factor = _real(fn, "end_factor", end_factor, 0.0, 1.0)
+        self.total_iters = _int(fn, "total_iters", total_iters, 1)
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self) -> list[float]:
@@ -364,27 +364,27 @@ class SequentialLR(LRScheduler):
 
     def __init__(self, optimizer: Optimizer, schedulers: list[LRScheduler],
                  milestones: list[int], last_epoch: int = -1) -> None:
-        who = "SequentialLR"
-        _optimizer(who, optimizer)
+        fn = "SequentialLR"
+        _optimizer(fn, optimizer)
         if not isinstance(schedulers, list | tuple) or not schedulers:
-            raise ValueError(f"{who}: schedulers must be a non-empty list of schedulers, got "
+            raise ValueError(f"{fn}: schedulers must be a non-empty list of schedulers, got "
                              f"{schedulers!r}")
         for i, s in enumerate(schedulers):
             if isinstance(s, ReduceLROnPlateau):
-                raise ValueError(f"{who}: schedulers[{i}] is a ReduceLROnPlateau, which steps on "
+                raise ValueError(f"{fn}: schedulers[{i}] is a ReduceLROnPlateau, which steps on "
                                  "a metric and cannot be sequenced")
             if not isinstance(s, LRScheduler):
-                raise TypeError(f"{who}: schedulers[{i}] is a {type(s).__name__}, expected a "
+                raise TypeError(f"{fn}: schedulers[{i}] is a {type(s).__name__}, expected a "
                                 "scheduler")
             if s.optimizer is not optimizer:
-                raise ValueError(f"{who}: schedulers[{i}] ({type(s).__name__}) adjusts another "
+                raise ValueError(f"{fn}: schedulers[{i}] ({type(s).__name__}) adjusts another "
                                  "optimiser than the one given")
         if not isinstance(milestones, list | tuple) or len(milestones) != len(schedulers) - 1:
-            raise ValueError(f"{who}: milestones={milestones!r} must list "
+            raise ValueError(f"{fn}: milestones={milestones!r} must list "
                              f"{len(schedulers) - 1} step(s), one fewer than the schedulers")
         self._schedulers = list(schedulers)
-        self._milestones = [_int(who, "milestones[]", m, 0) for m in milestones]
-        self.last_epoch = _int(who, "last_epoch", last_epoch, -1) + 1
+        self._milestones = [_int(fn, "milestones[]", m, 0) for m in milestones]
+        self.last_epoch = _int(fn, "last_epoch", last_epoch, -1) + 1
         self.optimizer = optimizer
         for group in optimizer.param_groups:
             group["lr"] = group["initial_lr"]
@@ -443,22 +443,22 @@ class OneCycleLR(LRScheduler):
                  max_momentum: float | list[float] = 0.95, div_factor: float = 25.0,
                  final_div_factor: float = 1e4, three_phase: bool = False,
                  last_epoch: int = -1) -> None:
-        who = "OneCycleLR"
-        _optimizer(who, optimizer)
+        fn = "OneCycleLR"
+        _optimizer(fn, optimizer)
         if total_steps is not None:
-            self.total_steps = _int(who, "total_steps", total_steps, 1)
+            self.total_steps = _int(fn, "total_steps", total_steps, 1)
         elif epochs is not None and steps_per_epoch is not None:
-            self.total_steps = (_int(who, "epochs", epochs, 1)
-                                * _int(who, "steps_per_epoch", steps_per_epoch, 1))
+            self.total_steps = (_int(fn, "epochs", epochs, 1)
+                                * _int(fn, "steps_per_epoch", steps_per_epoch, 1))
         else:
-            raise ValueError(f"{who}: give total_steps, or both epochs and steps_per_epoch")
-        pct_start = _real(who, "pct_start", pct_start, 0.0, 1.0)
+            raise ValueError(f"{fn}: give total_steps, or both epochs and steps_per_epoch")
+        pct_start = _real(fn, "pct_start", pct_start, 0.0, 1.0)
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(f"{who}: anneal_strategy={anneal_strategy!r} must be 'cos' or "
+            raise ValueError(f"{fn}: anneal_strategy={anneal_strategy!r} must be 'cos' or "
                              "'linear'")
         self.anneal_strategy = anneal_strategy
         if not isinstance(three_phase, bool) or not isinstance(cycle_momentum, bool):
-            raise TypeError(f"{who}: three_phase and cycle_momentum must be bools")
+            raise TypeError(f"{fn}: three_phase and cycle_momentum must be bools")
         n = self.total_steps
         up = float(pct_start * n) - 1
         if three_phase:
@@ -473,10 +473,10 @@ class OneCycleLR(LRScheduler):
                 [up, "initial_lr", "max_lr", "max_momentum", "base_momentum"],
                 [n - 1, "max_lr", "min_lr", "base_momentum", "max_momentum"],
             ]
-        max_lrs = [_real(who, "max_lr", v, 0.0)
-                   for v in _per_group(who, "max_lr", max_lr, optimizer)]
-        div_factor = _real(who, "div_factor", div_factor)
-        final_div_factor = _real(who, "final_div_factor", final_div_factor)
+        max_lrs = [_real(fn, "max_lr", v, 0.0)
+                   for v in _per_group(fn, "max_lr", max_lr, optimizer)]
+        div_factor = _real(fn, "div_factor", div_factor)
+        final_div_factor = _real(fn, "final_div_factor", final_div_factor)
         if last_epoch == -1:
             for lr, group in zip(max_lrs, optimizer.param_groups):
                 group["initial_lr"] = lr / div_factor
@@ -485,16 +485,16 @@ class OneCycleLR(LRScheduler):
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError(f"{who}: cycle_momentum=True needs an optimiser with momentum "
+                raise ValueError(f"{fn}: cycle_momentum=True needs an optimiser with momentum "
                                  f"or betas; {type(optimizer).__name__} has neither")
             self.use_beta1 = "betas" in optimizer.defaults
-            highs = _per_group(who, "max_momentum", max_momentum, optimizer)
-            lows = _per_group(who, "base_momentum", base_momentum, optimizer)
+            highs = _per_group(fn, "max_momentum", max_momentum, optimizer)
+            lows = _per_group(fn, "base_momentum", base_momentum, optimizer)
             if last_epoch == -1:
                 for high, low, group in zip(highs, lows, optimizer.param_groups):
-                    self._set_momentum(group, _real(who, "max_momentum", high))
+                    self._set_momentum(group, _real(fn, "max_momentum", high))
                     group["max_momentum"] = high
-                    group["base_momentum"] = _real(who, "base_momentum", low)
+                    group["base_momentum"] = _real(fn, "base_momentum", low)
         super().__init__(optimizer, last_epoch)
 
     def _set_momentum(self, group: dict, value: float) -> None:
@@ -539,21 +539,21 @@ class ReduceLROnPlateau(LRScheduler):
     def __init__(self, optimizer: Optimizer, mode: str = "min", factor: float = 0.1,
                  patience: int = 10, threshold: float = 1e-4, threshold_mode: str = "rel",
                  cooldown: int = 0, min_lr: float | list[float] = 0, eps: float = 1e-8) -> None:
-        who = "ReduceLROnPlateau"
-        self.optimizer = _optimizer(who, optimizer)
-        self.factor = _real(who, "factor", factor, 0.0)
+        fn = "ReduceLROnPlateau"
+        self.optimizer = _optimizer(fn, optimizer)
+        self.factor = _real(fn, "factor", factor, 0.0)
         if factor >= 1.0:
-            raise ValueError(f"{who}: factor={factor!r} must be < 1")
+            raise ValueError(f"{fn}: factor={factor!r} must be < 1")
         if mode not in ("min", "max"):
-            raise ValueError(f"{who}: mode={mode!r} must be 'min' or 'max'")
+            raise ValueError(f"{fn}: mode={mode!r} must be 'min' or 'max'")
         if threshold_mode not in ("rel", "abs"):
-            raise ValueError(f"{who}: threshold_mode={threshold_mode!r} must be 'rel' or 'abs'")
-        self.min_lrs = [_real(who, "min_lr", v, 0.0)
-                        for v in _per_group(who, "min_lr", min_lr, optimizer)]
-        self.patience = _int(who, "patience", patience, 0)
-        self.cooldown = _int(who, "cooldown", cooldown, 0)
-        self.threshold = _real(who, "threshold", threshold)
-        self.eps = _real(who, "eps", eps, 0.0)
+            raise ValueError(f"{fn}: threshold_mode={threshold_mode!r} must be 'rel' or 'abs'")
+        self.min_lrs = [_real(fn, "min_lr", v, 0.0)
+                        for v in _per_group(fn, "min_lr", min_lr, optimizer)]
+        self.patience = _int(fn, "patience", patience, 0)
+        self.cooldown = _int(fn, "cooldown", cooldown, 0)
+        self.threshold = _real(fn, "threshold", threshold)
+        self.eps = _real(fn, "eps", eps, 0.0)
         self.mode, self.threshold_mode = mode, threshold_mode
         self.last_epoch = 0
         self._last_lr = self._current()

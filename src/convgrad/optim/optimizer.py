@@ -45,19 +45,19 @@ class Optimizer:
     """
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
-        who = type(self).__name__
+        fn = type(self).__name__
         if isinstance(params, Tensor):
-            raise TypeError(f"{who}: params must be an iterable of Tensors (e.g. "
+            raise TypeError(f"{fn}: params must be an iterable of Tensors (e.g. "
                             "model.parameters()), got a single Tensor")
         if isinstance(params, set | frozenset):
-            raise TypeError(f"{who}: params must be an ordered iterable (a list), got a set, "
+            raise TypeError(f"{fn}: params must be an ordered iterable (a list), got a set, "
                             "whose order changes between runs")
         groups = list(params) if isinstance(params, Iterable) else None
         if groups is None:
-            raise TypeError(f"{who}: params must be an iterable of Tensors or of dicts, got "
+            raise TypeError(f"{fn}: params must be an iterable of Tensors or of dicts, got "
                             f"{type(params).__name__}")
         if not groups:
-            raise ValueError(f"{who}: got an empty parameter list")
+            raise ValueError(f"{fn}: got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         self.defaults = dict(defaults)
@@ -68,27 +68,27 @@ class Optimizer:
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group of parameters with its own hyper-parameters (defaults for the rest)."""
-        who = type(self).__name__
+        fn = type(self).__name__
         if not isinstance(param_group, dict) or "params" not in param_group:
-            raise TypeError(f"{who}: a parameter group must be a dict with a 'params' entry, "
+            raise TypeError(f"{fn}: a parameter group must be a dict with a 'params' entry, "
                             f"got {type(param_group).__name__}")
         params = param_group["params"]
         if isinstance(params, set | frozenset):
-            raise TypeError(f"{who}: a group's params must be ordered (a list), got a set")
+            raise TypeError(f"{fn}: a group's params must be ordered (a list), got a set")
         params = [params] if isinstance(params, Tensor) else list(params)
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         for i, p in enumerate(params):
             if not isinstance(p, Tensor):
-                raise TypeError(f"{who}: params[{i}] is a {type(p).__name__}, expected a Tensor")
+                raise TypeError(f"{fn}: params[{i}] is a {type(p).__name__}, expected a Tensor")
             if not p.is_leaf:
-                raise ValueError(f"{who}: params[{i}] is not a leaf Tensor (it was computed "
+                raise ValueError(f"{fn}: params[{i}] is not a leaf Tensor (it was computed "
                                  "from others); optimise leaves only")
             if id(p) in seen:
-                raise ValueError(f"{who}: params[{i}] appears in more than one place")
+                raise ValueError(f"{fn}: params[{i}] appears in more than one place")
             seen.add(id(p))
         unknown = set(param_group) - set(self.defaults) - {"params"}
         if unknown:
-            raise ValueError(f"{who}: unknown hyper-parameter(s) {sorted(unknown)}; expected "
+            raise ValueError(f"{fn}: unknown hyper-parameter(s) {sorted(unknown)}; expected "
                              f"{sorted(self.defaults)}")
         full = {**self.defaults, **param_group, "params": params}
         self._check_hyper(full)
@@ -287,22 +287,22 @@ def _lerp_(start: np.ndarray, end: np.ndarray, weight: float) -> None:
         start[...] = _fma(diff, w - dt(1), end)
 
 
-def _number(who: str, name: str, value: Any, low: float = 0.0) -> None:
+def _number(fn: str, name: str, value: Any, low: float = 0.0) -> None:
     if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise TypeError(f"{who}: {name}={value!r} must be a finite number")
+        raise TypeError(f"{fn}: {name}={value!r} must be a finite number")
     if value < low:
-        raise ValueError(f"{who}: {name}={value!r} must be >= {low}")
+        raise ValueError(f"{fn}: {name}={value!r} must be >= {low}")
 
 
-def _flag(who: str, name: str, value: Any) -> None:
+def _flag(fn: str, name: str, value: Any) -> None:
     if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{who}: {name}={value!r} must be a bool")
+        raise TypeError(f"{fn}: {name}={value!r} must be a bool")
 
 
-def _betas(who: str, betas: Any) -> None:
+def _betas(fn: str, betas: Any) -> None:
     if not isinstance(betas, tuple | list) or len(betas) != 2:
-        raise TypeError(f"{who}: betas={betas!r} must be a pair of numbers")
+        raise TypeError(f"{fn}: betas={betas!r} must be a pair of numbers")
     for i, b in enumerate(betas):
-        _number(who, f"betas[{i}]", b)
+        _number(fn, f"betas[{i}]", b)
         if not b < 1.0:
-            raise ValueError(f"{who}: betas[{i}]={b!r} must be in [0, 1)")
+            raise ValueError(f"{fn}: betas[{i}]={b!r} must be in [0, 1)")

@@ -95,25 +95,25 @@ class InPlaceMixin:
         return self.div_(other)
 
 
-def _scaled(who: str, other: Any, alpha: Any) -> Any:
+def _scaled(fn: str, other: Any, alpha: Any) -> Any:
     if isinstance(alpha, bool) or not isinstance(alpha, int | float):
-        raise TypeError(f"{who}: alpha={alpha!r} must be a number")
+        raise TypeError(f"{fn}: alpha={alpha!r} must be a number")
     return other if alpha == 1 else other * alpha
 
 
-def _inplace(t: Tensor, who: str, fn: type, other: Any, true_div: bool = False,
+def _inplace(t: Tensor, fn: str, op: type, other: Any, true_div: bool = False,
              **kwargs: Any) -> Tensor:
-    """Compute ``fn(t, other)`` and make it ``t``'s value (and, when recorded, history)."""
+    """Compute ``op(t, other)`` and make it ``t``'s value (and, when recorded, history)."""
     from .tensor import Tensor, _pair  # (the module imports this one)
 
     def compute(old: Tensor) -> Tensor:
-        if fn is _ew.Clip:
-            return fn.apply(old, **kwargs)
-        if fn is _ew.Assign:
-            return fn.apply(old, other if isinstance(other, Tensor) else np.asarray(other))
-        return fn.apply(*_pair(old, other, true_div))
+        if op is _ew.Clip:
+            return op.apply(old, **kwargs)
+        if op is _ew.Assign:
+            return op.apply(old, other if isinstance(other, Tensor) else np.asarray(other))
+        return op.apply(*_pair(old, other, true_div))
 
-    return _commit(t, who, compute, _recording(t, who, other))
+    return _commit(t, fn, compute, _recording(t, fn, other))
 
 
 def setitem(t: Tensor, index: tuple, value: Any) -> None:
@@ -150,13 +150,13 @@ def _is_view_at(a: Any, data: Any, index: tuple) -> bool:
             and a.__array_interface__["data"][0] == ref.__array_interface__["data"][0])
 
 
-def _recording(t: Tensor, who: str, other: Any) -> bool:
+def _recording(t: Tensor, fn: str, other: Any) -> bool:
     """Check that ``t`` may be written; whether the write is recorded in the graph."""
     from .tensor import Tensor
 
     data = t.data
     if isinstance(data, np.ndarray) and not data.flags.writeable:
-        raise ValueError(f"{who}: the tensor's memory is read-only (an expanded or broadcast "
+        raise ValueError(f"{fn}: the tensor's memory is read-only (an expanded or broadcast "
                          "tensor has several elements in one memory location); clone() it "
                          "first")
     record = is_grad_enabled() and (
@@ -168,7 +168,7 @@ def _recording(t: Tensor, who: str, other: Any) -> bool:
     return record
 
 
-def _commit(t: Tensor, who: str, compute: Any, record: bool) -> Tensor:
+def _commit(t: Tensor, fn: str, compute: Any, record: bool) -> Tensor:
     """Write ``compute(old)`` into ``t``'s memory; ``old`` stands for ``t`` as it was."""
     from .tensor import Tensor
 
@@ -176,16 +176,16 @@ def _commit(t: Tensor, who: str, compute: Any, record: bool) -> Tensor:
     old = Tensor._wrap(data, t.grad_fn) if record else t
     new = compute(old)
     if new.data.shape != data.shape:
-        raise ValueError(f"{who}: the result has shape {new.data.shape}, which does not match "
+        raise ValueError(f"{fn}: the result has shape {new.data.shape}, which does not match "
                          f"the tensor's shape {data.shape} (the other operand must broadcast "
                          "to it)")
     if new.data.dtype != data.dtype:
         if not np.can_cast(new.data.dtype, data.dtype, "same_kind"):
-            raise TypeError(f"{who}: the result type {new.data.dtype} can't be cast to the "
+            raise TypeError(f"{fn}: the result type {new.data.dtype} can't be cast to the "
                             f"tensor's dtype {data.dtype}")
     node = new.grad_fn
     if node is not None and old.data is data and node.inputs[0] is old and (
-            0 in node.fn.reads_for(node.needs_input_grad)[0]):
+            0 in node.op.reads_for(node.needs_input_grad)[0]):
         old.data = data.copy()  # the rule reads the old values: keep them
         _versions.set_version(old.data, _versions.version(data))
     if new.data.dtype != data.dtype:

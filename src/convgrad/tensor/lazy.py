@@ -20,10 +20,10 @@ from ..ops.dask import is_dask_array
 __all__ = ["compute", "eager_error", "get_item", "index_add", "is_dask_array", "pad_constant"]
 
 
-def eager_error(who: str, data: Any) -> TypeError:
+def eager_error(fn: str, data: Any) -> TypeError:
     """The error of an operation that would compute (or densify) a dask-backed tensor."""
     return TypeError(
-        f"{who}: the tensor holds a dask array (shape {data.shape}, chunks {data.chunksize}) "
+        f"{fn}: the tensor holds a dask array (shape {data.shape}, chunks {data.chunksize}) "
         "and this operation cannot stay lazy; evaluate it first with convgrad.compute(t)")
 
 

@@ -50,32 +50,32 @@ NOT_FLOAT_MESSAGE = "only Tensors of floating point dtype can require gradients"
 
 
 # ----------------------------------------------------------------------------- coercion
-def _check_dtype(who: str, dtype: Any) -> np.dtype:
+def _check_dtype(fn: str, dtype: Any) -> np.dtype:
     """A differentiable dtype: float32 or float64."""
     try:
         dt = np.dtype(dtype)
     except TypeError:
         dt = None
     if dt not in _FLOATS:
-        raise TypeError(f"{who}: dtype={dtype!r} is not supported; expected float32 or float64")
+        raise TypeError(f"{fn}: dtype={dtype!r} is not supported; expected float32 or float64")
     return dt
 
 
-def _tensor_dtype(who: str, dtype: Any) -> np.dtype:
+def _tensor_dtype(fn: str, dtype: Any) -> np.dtype:
     """Any dtype a Tensor holds: float32, float64, int32, int64 or bool."""
     if isinstance(dtype, Tensor):
-        raise TypeError(f"{who}: dtype must be a dtype, got a Tensor")
+        raise TypeError(f"{fn}: dtype must be a dtype, got a Tensor")
     try:
         dt = np.dtype(dtype)
     except TypeError:
         dt = None
     if dt not in _DTYPES:
-        raise TypeError(f"{who}: dtype={dtype!r} is not supported; expected float32, float64, "
+        raise TypeError(f"{fn}: dtype={dtype!r} is not supported; expected float32, float64, "
                         "int32, int64 or bool")
     return dt
 
 
-def _array_data(who: str, data: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+def _array_data(fn: str, data: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
     """data as a Tensor's ndarray: ``dtype`` if given; else a Tensor's or a float32/float64
     array's own dtype; else (lists, numbers, integer and bool arrays) float32."""
     own = None
@@ -83,20 +83,20 @@ def _array_data(who: str, data: Any, dtype: Any = None, copy: bool | None = None
         data, own = data.data, data.data.dtype
     if _lazy.is_dask_array(data):  # stays lazy (np.asarray would compute it); immutable
         if data.dtype.kind not in "biuf":
-            raise TypeError(f"{who}: data of dtype {data.dtype} is not supported; "
+            raise TypeError(f"{fn}: data of dtype {data.dtype} is not supported; "
                             "expected real numbers (bool, int or float)")
-        dt = (_tensor_dtype(who, dtype) if dtype is not None else own if own is not None
+        dt = (_tensor_dtype(fn, dtype) if dtype is not None else own if own is not None
               else data.dtype if data.dtype in _FLOATS else np.dtype(np.float32))
         return data if data.dtype == dt else data.astype(dt)
     try:
         arr = np.asarray(data)
     except (ValueError, TypeError) as e:
-        raise ValueError(f"{who}: cannot make an array of data={data!r}: {e}") from None
+        raise ValueError(f"{fn}: cannot make an array of data={data!r}: {e}") from None
     if arr.dtype.kind not in "biuf":
-        raise TypeError(f"{who}: data of dtype {arr.dtype} is not supported; "
+        raise TypeError(f"{fn}: data of dtype {arr.dtype} is not supported; "
                         "expected real numbers (bool, int or float)")
     if dtype is not None:
-        dt = _tensor_dtype(who, dtype)
+        dt = _tensor_dtype(fn, dtype)
     elif own is not None:
         dt = own
     elif isinstance(data, np.ndarray | np.generic) and arr.dtype in _FLOATS:
@@ -171,12 +171,12 @@ _SCALARS = (int, float, bool)
 _FAST = frozenset(_SCALARS)  # + Tensor, added below: operands that need no conversion
 
 
-def _no_bool(who: str, t: Tensor, other: Any, both: bool = False) -> None:
+def _no_bool(fn: str, t: Tensor, other: Any, both: bool = False) -> None:
     """As torch: no subtraction with a bool tensor (``~`` inverts a mask); no bool ** bool."""
     bools = [isinstance(x, bool) and not both
              or isinstance(x, Tensor | np.ndarray) and x.dtype == np.bool_ for x in (t, other)]
     if all(bools) if both else any(bools):
-        raise TypeError(f"{who}: not supported for bool tensors"
+        raise TypeError(f"{fn}: not supported for bool tensors"
                         + ("" if both else "; to invert a mask use ~ or logical_not()"))
 
 
@@ -185,40 +185,40 @@ def as_tensor(x: Any) -> Tensor:
     return x if isinstance(x, Tensor) else Tensor(x)
 
 
-def _dims(who: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
+def _dims(fn: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
     """Normalise ``dim`` (None, an int or a sequence of ints, negatives allowed)."""
     if dim is None:
         return None
     try:
         dims = (dim,) if isinstance(dim, int | np.integer) else tuple(dim)
     except TypeError:
-        raise TypeError(f"{who}: dim={dim!r} must be an int or a tuple of ints") from None
+        raise TypeError(f"{fn}: dim={dim!r} must be an int or a tuple of ints") from None
     out = []
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, int | np.integer):
-            raise TypeError(f"{who}: dim={dim!r} must be an int or a tuple of ints")
+            raise TypeError(f"{fn}: dim={dim!r} must be an int or a tuple of ints")
         if not -ndim <= d < ndim:
-            raise ValueError(f"{who}: dim={dim!r} is out of range for a tensor with {ndim} "
+            raise ValueError(f"{fn}: dim={dim!r} is out of range for a tensor with {ndim} "
                              f"dims; expected -{ndim} <= dim < {ndim}")
         out.append(int(d) % ndim)
     if len(set(out)) != len(out):
-        raise ValueError(f"{who}: dim={dim!r} repeats a dimension")
+        raise ValueError(f"{fn}: dim={dim!r} repeats a dimension")
     return tuple(sorted(out))
 
 
-def _dim(who: str, dim: Any, ndim: int) -> int:
+def _dim(fn: str, dim: Any, ndim: int) -> int:
     """Normalise one dim index (negative allowed)."""
     if isinstance(dim, bool) or not isinstance(dim, int | np.integer):
-        raise TypeError(f"{who}: dim={dim!r} must be an int")
-    return _dims(who, dim, ndim)[0]
+        raise TypeError(f"{fn}: dim={dim!r} must be an int")
+    return _dims(fn, dim, ndim)[0]
 
 
-def _alias(who: str, name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
+def _alias(fn: str, name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
     """Merge a PyTorch argument with its NumPy alias (``dim``/``axis``)."""
     if alias_value is None:
         return default if value is None else value
     if value is not None and value != alias_value:
-        raise ValueError(f"{who}: got {name}={value!r} and {alias}={alias_value!r}; pass one")
+        raise ValueError(f"{fn}: got {name}={value!r} and {alias}={alias_value!r}; pass one")
     return alias_value
 
 
@@ -228,17 +228,17 @@ def _shape_arg(shape: tuple) -> tuple:
             else shape)
 
 
-def _resolve_shape(who: str, shape: tuple, size: int) -> tuple[int, ...]:
+def _resolve_shape(fn: str, shape: tuple, size: int) -> tuple[int, ...]:
     shape = tuple(int(s) for s in _shape_arg(shape))
     if shape.count(-1) > 1 or any(s < -1 for s in shape):
-        raise ValueError(f"{who}: shape={shape} may hold one -1 and otherwise sizes >= 0")
+        raise ValueError(f"{fn}: shape={shape} may hold one -1 and otherwise sizes >= 0")
     known = int(np.prod([s for s in shape if s != -1]))
     if -1 in shape:
         if known == 0 or size % known:
-            raise ValueError(f"{who}: cannot infer the -1 in shape={shape} for {size} elements")
+            raise ValueError(f"{fn}: cannot infer the -1 in shape={shape} for {size} elements")
         shape = tuple(size // known if s == -1 else s for s in shape)
     elif known != size:
-        raise ValueError(f"{who}: shape={shape} holds {known} elements, the tensor has {size}")
+        raise ValueError(f"{fn}: shape={shape} holds {known} elements, the tensor has {size}")
     return shape
 
 
@@ -344,10 +344,10 @@ class Tensor(InPlaceMixin):
         """How many times this tensor's memory was modified in place (shared with views)."""
         return _versions.version(self.data)
 
-    def _eager(self, who: str) -> np.ndarray:
+    def _eager(self, fn: str) -> np.ndarray:
         """``data``, or a TypeError for dask data (which only ``cg.compute`` evaluates)."""
         if type(self.data) is not np.ndarray and _lazy.is_dask_array(self.data):
-            raise _lazy.eager_error(who, self.data)
+            raise _lazy.eager_error(fn, self.data)
         return self.data
 
     def numpy(self) -> np.ndarray:
@@ -643,10 +643,10 @@ class Tensor(InPlaceMixin):
         return self @ other
 
     # -- reductions (``dim``/``keepdim``, or NumPy's ``axis``/``keepdims``)
-    def _reduce_args(self, who: str, dim: Any, keepdim: Any, axis: Any, keepdims: Any) -> tuple:
-        dim = _alias(who, "dim", dim, "axis", axis, None)
-        keepdim = _alias(who, "keepdim", keepdim, "keepdims", keepdims, False)
-        return _dims(who, dim, self.ndim), bool(keepdim)
+    def _reduce_args(self, fn: str, dim: Any, keepdim: Any, axis: Any, keepdims: Any) -> tuple:
+        dim = _alias(fn, "dim", dim, "axis", axis, None)
+        keepdim = _alias(fn, "keepdim", keepdim, "keepdims", keepdims, False)
+        return _dims(fn, dim, self.ndim), bool(keepdim)
 
     def sum(self, dim: Any = None, keepdim: bool | None = None, *, axis: Any = None,
             keepdims: bool | None = None) -> Tensor:
@@ -677,10 +677,10 @@ class Tensor(InPlaceMixin):
         """The smallest value, or along an int ``dim`` ``(values, indices)``; see :meth:`max`."""
         return self._extremum("min", dim, keepdim, axis, keepdims, largest=False)
 
-    def _extremum(self, who: str, dim: Any, keepdim: Any, axis: Any, keepdims: Any,
+    def _extremum(self, fn: str, dim: Any, keepdim: Any, axis: Any, keepdims: Any,
                   largest: bool) -> Any:
-        dims, keep = self._reduce_args(who, dim, keepdim, axis, keepdims)
-        if not isinstance(_alias(who, "dim", dim, "axis", axis, None), int | np.integer):
+        dims, keep = self._reduce_args(fn, dim, keepdim, axis, keepdims)
+        if not isinstance(_alias(fn, "dim", dim, "axis", axis, None), int | np.integer):
             return _red.Extremum.apply(self, dims=dims, keepdim=keep, largest=largest)
         (d,) = dims
         index = (np.argmax if largest else np.argmin)(self.data, axis=d, keepdims=True)
@@ -698,11 +698,11 @@ class Tensor(InPlaceMixin):
         """The index of the first smallest element, as an int64 Tensor; see :meth:`argmax`."""
         return self._arg("argmin", np.argmin, dim, keepdim)
 
-    def _arg(self, who: str, op: Any, dim: Any, keepdim: bool) -> Tensor:
-        axis = None if dim is None else _dim(who, dim, max(self.data.ndim, 1))
+    def _arg(self, fn: str, op: Any, dim: Any, keepdim: bool) -> Tensor:
+        axis = None if dim is None else _dim(fn, dim, max(self.data.ndim, 1))
         data = self.data if self.data.ndim else self.data.reshape(1)
         if data.size == 0 if axis is None else data.shape[axis] == 0:
-            raise ValueError(f"{who}: cannot reduce an empty dim of a tensor of shape "
+            raise ValueError(f"{fn}: cannot reduce an empty dim of a tensor of shape "
                              f"{self.data.shape}")
         out = op(data, axis=axis, keepdims=bool(keepdim))
         return Tensor._wrap(np.asarray(out, dtype=np.int64).reshape(
