@@ -40,8 +40,8 @@ def _torch(fn, x, w, b, **kw):
 CASES = {
     "conv2d": (F.conv2d, torch.nn.functional.conv2d, (2, 8, 12, 12), (16, 8, 3, 3),
                dict(padding=1, stride=2)),
-    "depthwise": (F.conv2d, torch.nn.functional.conv2d, (2, 8, 12, 12), (8, 1, 3, 3),
-                  dict(padding=1, groups=8)),
+    "depthwise": (F.conv2d, torch.nn.functional.conv2d, (2, 16, 12, 12), (16, 1, 3, 3),
+                  dict(padding=1, groups=16)),
     "conv3d": (F.conv3d, torch.nn.functional.conv3d, (1, 4, 6, 6, 6), (4, 4, 3, 3, 3),
                dict(padding=1)),
     "conv1d": (F.conv1d, torch.nn.functional.conv1d, (2, 6, 30), (6, 6, 5),
@@ -125,3 +125,22 @@ def test_disabled_or_broken_library_falls_back_to_numpy(env):
     with dispatch.prefer("numpy"):
         ref = F.conv2d(x, w, padding=1)
     assert abs(float(out[2]) - float(ref.data.sum())) <= 1e-3 * max(1.0, abs(float(out[2])))
+
+
+@needs_onednn
+def test_window_input_gradients_run_the_direct_loops():
+    """A few one-channel groups (an SSIM window): the direct loops beat oneDNN's
+    backward-data (measured; see dispatch.DIRECT_INPUT_GRAD_MAX_GROUPS)."""
+    pytest.importorskip("numba")
+    x = cg.randn(2, 3, 40, 40, rng=3, requires_grad=True)
+    win = np.full((3, 1, 5, 1), 0.2, np.float32)
+    with cg.profile() as prof:
+        y = F.conv2d(x, win, groups=3)
+        y.sum().backward()
+    algos = {e.name: e.algorithm for e in prof.events}
+    assert algos["conv_forward"].startswith("onednn:")
+    assert algos["conv_input_grad"] == "direct"
+    tx = torch.tensor(x.data, dtype=torch.float64, requires_grad=True)
+    tw = torch.tensor(win, dtype=torch.float64)
+    torch.nn.functional.conv2d(tx, tw, groups=3).sum().backward()
+    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -49,7 +49,8 @@ class Profiler:
         return sum(e.seconds for e in self.events if name is None or e.name == name)
 
     def summary(self) -> str:
-        """A table with one row per kernel name: calls, total time and GFLOP/s."""
+        """A table with one row per kernel name (in the order they first ran): calls, total
+        time, GFLOP/s and the algorithms."""
         rows: dict[str, list] = {}
         for e in self.events:
             row = rows.setdefault(e.name, [0, 0.0, 0, set()])
@@ -60,7 +61,7 @@ class Profiler:
                 row[3].add(e.algorithm)
         head = f"{'kernel':<20} {'calls':>6} {'time ms':>10} {'GFLOP/s':>9}  algorithm"
         lines = [head, "-" * len(head)]
-        for name, (calls, secs, flops, algos) in sorted(rows.items(), key=lambda r: -r[1][1]):
+        for name, (calls, secs, flops, algos) in rows.items():  # in the order they first ran
             gflops = flops / secs / 1e9 if secs > 0 and flops else 0.0
             algo = ",".join(sorted(algos))
             lines.append(f"{name:<20} {calls:>6} {secs * 1e3:>10.2f} {gflops:>9.1f}  {algo}")
