@@ -1,10 +1,11 @@
 """Oracle: NumPy from the definition of the convolution, block by block over the same
 (generated) data, with the test's own halo logic.
 
-On a ``dask.distributed`` cluster of two single-threaded workers with 384 MiB each, a
-strided 3-D convolution's forward, input gradient and weight gradient over a 1 GiB
-input (2.7 times one worker's limit) finish without any worker being lost to memory
-and match the NumPy results (float32, max-norm relative 1e-5; the weight gradient's
+On a ``dask.distributed`` cluster of two single-threaded workers with 512 MiB each, a
+strided 3-D convolution's forward, input gradient and weight gradient over a 1.5 GiB
+input (3 times one worker's limit; with the output and both gradients 3.4 GiB, over
+three times the cluster's memory) finish without any worker being lost to memory and
+match the NumPy results (float32, max-norm relative 1e-5; the weight gradient's
 error relative to the sum of its products' magnitudes).  The reference for
 each output block runs in a task of the same graph next to the block it checks.
 """
@@ -20,11 +21,16 @@ distributed = pytest.importorskip("distributed")
 
 from convgrad.ops import ConvSpec, conv_forward, conv_input_grad, conv_weight_grad  # noqa: E402
 
-N, D, H, W = 2, 512, 512, 512  # x: (N, 1, D, H, W) float32 = 1 GiB
+N, D, H, W = 3, 512, 512, 512  # x: (N, 1, D, H, W) float32 = 1.5 GiB
 SPEC = ConvSpec(stride=(2, 2, 2), padding=((1, 1),) * 3, kernel_dilation=(1, 1, 1),
                 input_dilation=(1, 1, 1))
 WEIGHT = np.random.default_rng(0).standard_normal((1, 1, 3, 3, 3)).astype(np.float32)
-CHUNKS = ((1,) * N, (1,), (64,) * (D // 64), (128,) * (H // 128), (W // 2,) * 2)  # 8 MiB
+CHUNKS = ((1,) * N, (1,), (64,) * (D // 64), (128,) * (H // 128), (W // 4,) * 4)  # 4 MiB
+# A worker holding NumPy, dask, distributed and convgrad takes about 150 MiB before any
+# data; dask pauses a worker at 80% of its limit and a paused worker whose memory is
+# not its data never resumes, so the limit leaves room for a few tasks above that.
+MEMORY_LIMIT = "512MiB"
+TIMEOUT_S = 600  # a stuck cluster fails the test instead of hanging the run
 
 
 def _axis(length: int, start: int, stop: int, freq: float, phase: float) -> np.ndarray:
@@ -85,7 +91,7 @@ def reference(n: int, p: tuple, y_block: np.ndarray, gx_block: np.ndarray) -> di
 @pytest.fixture(scope="module")
 def client():
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
-                                       memory_limit="384MiB", dashboard_address=None)
+                                       memory_limit=MEMORY_LIMIT, dashboard_address=None)
     with distributed.Client(cluster) as c:
         yield c
     cluster.close()
@@ -107,7 +113,9 @@ def test_strided_3d_convolution_and_gradients_out_of_core(client):
                                                   for d in range(2, 5)), yb, gb)
               for b, yb, gb in zip(np.ndindex(y.numblocks), y.to_delayed().ravel(),
                                    gx.to_delayed().ravel())]
-    gw_value, results = dask.compute(gw, checks)
+    futures = client.compute([gw, checks])
+    distributed.wait(futures, timeout=TIMEOUT_S)
+    gw_value, results = client.gather(futures)
     assert set(client.scheduler_info()["workers"]) == workers, "a worker was lost"
     for name in ("y", "gx"):
         err = max(r[name][0] for r in results) / max(r[name][1] for r in results)
