@@ -307,6 +307,45 @@ def test_workspace_limit_makes_plan_none():
 
 
 @needs_onednn
+def test_pass_over_the_workspace_runs_in_batch_slices():
+    """NCHW activations, which oneDNN copies to its own layout in its arena: with a limit
+    between one sample's arena and the whole batch's, every pass runs on oneDNN in
+    batch slices (the profiler says so) and equals the
+    float64 NumPy engine; below one sample's arena, the NumPy engine runs it."""
+    from convgrad.ops import kernels
+    from convgrad.ops.profiler import profile
+
+    s = spec((2, 1), ((1, 2), (1, 1)))
+    x, w, gy, b = _data((5, 32, 25, 24), (32, 32, 3, 3), s, seed=3)
+    x32, gy32, w32, b32 = (a.astype(np.float32) for a in (x, gy, w, b))
+    operands = {  # (lhs, rhs, out) of the first n samples
+        "forward": lambda n: (x32[:n], w32, gy32[:n]),
+        "input_grad": lambda n: (gy32[:n], w32, x32[:n]),
+        "weight_grad": lambda n: (x32[:n], gy32[:n], w32)}
+    arena = {(name, n): onednn.plan_for(name, *arrays(n), s).workspace_bytes
+             for name, arrays in operands.items() for n in (1, 5)}
+    one = max(arena[name, 1] for name in operands)
+    whole = min(arena[name, 5] for name in operands)
+    assert one < whole
+    refs = {"forward": conv_forward(x, w, s) + b.reshape(-1, 1, 1),
+            "input_grad": conv_input_grad(gy, w, x.shape, s),
+            "weight_grad": conv_weight_grad(x, gy, w.shape, s)}
+
+    def passes():
+        return {"forward": kernels.conv_forward(x32, w32, s, gy.shape, b32),
+                "input_grad": kernels.conv_input_grad(gy32, w32, s, x.shape),
+                "weight_grad": kernels.conv_weight_grad(x32, gy32, s, w.shape)}
+
+    for limit, batches in (((one + whole) // 2, True), (one // 2, False)):
+        with workspace_limit(limit), profile() as prof:
+            got = passes()
+        for event, (name, value) in zip(prof.events, got.items()):
+            assert event.algorithm.startswith("onednn:") == batches, (name, event.algorithm)
+            assert event.algorithm.endswith("/batches") == batches, (name, event.algorithm)
+            assert rel_err(value, refs[name]) <= TOL, (name, rel_err(value, refs[name]))
+
+
+@needs_onednn
 def test_thread_count_is_part_of_the_plan(monkeypatch):
     s = spec((1, 1), ((1, 1), (1, 1)))
     rng = np.random.default_rng(7)

@@ -32,10 +32,12 @@ from ._geometry import PASSES, Unsupported, geometry
 from ._plan import Plan, arena_bytes, build, release_arena
 from ._plan import is_channels_last as _dense_channels_last
 
-__all__ = ["PASSES", "Plan", "available", "cache_info", "clear_cache", "empty",
-           "is_channels_last", "plan", "plan_for", "reason", "run", "unavailable_reason"]
+__all__ = ["OVER_WORKSPACE", "PASSES", "Plan", "available", "cache_info", "clear_cache",
+           "empty", "is_channels_last", "plan", "plan_for", "reason", "reason_for", "run",
+           "unavailable_reason"]
 
 CACHE_CAPACITY = 128
+OVER_WORKSPACE = "workspace"  # how the reason of a plan over the workspace limit begins
 _F32 = np.dtype(np.float32)
 _FN = "onednn.plan"
 
@@ -165,7 +167,7 @@ def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple
         if built.workspace_bytes > limit:  # keep the reason, not the primitives' memory
             needed = built.workspace_bytes
             built.close()
-            raise Unsupported(f"workspace {needed} bytes > the limit {limit}")
+            raise Unsupported(f"{OVER_WORKSPACE} {needed} bytes > the limit {limit}")
         return built
 
     try:
@@ -197,16 +199,31 @@ def reason(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
     return None if isinstance(entry, Plan) else entry
 
 
+def _lookup_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
+                spec: ConvSpec, bias: bool, checked: bool):
+    arrays = (lhs, rhs, out)
+    if any(a.dtype is not _F32 for a in arrays):
+        return "dtype: oneDNN convolves float32 only on CPU"
+    if not all(a.flags.aligned for a in arrays):
+        return "an array is not aligned to its item size"
+    return _lookup(pass_name, lhs.shape, rhs.shape, out.shape, spec, np.float32,
+                   tuple(a.strides for a in arrays), bias, checked)
+
+
 def plan_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
              spec: ConvSpec, bias: bool = False, checked: bool = True) -> Plan | None:
     """:func:`plan` for these arrays (shapes, dtypes, strides, alignment taken from them);
     ``checked=False`` for callers that have applied the shape rule (the dispatch point)."""
-    arrays = (lhs, rhs, out)
-    if any(a.dtype is not _F32 or not a.flags.aligned for a in arrays):
-        return None
-    entry = _lookup(pass_name, lhs.shape, rhs.shape, out.shape, spec, np.float32,
-                    tuple(a.strides for a in arrays), bias, checked)
+    entry = _lookup_for(pass_name, lhs, rhs, out, spec, bias, checked)
     return entry if isinstance(entry, Plan) else None
+
+
+def reason_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
+               spec: ConvSpec, bias: bool = False, checked: bool = True) -> str | None:
+    """Why :func:`plan_for` returns ``None`` for these arrays (``None`` when it does not);
+    it begins with :data:`OVER_WORKSPACE` when only the workspace limit is in the way."""
+    entry = _lookup_for(pass_name, lhs, rhs, out, spec, bias, checked)
+    return None if isinstance(entry, Plan) else entry
 
 
 def run(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray, spec: ConvSpec,
