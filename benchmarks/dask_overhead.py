@@ -70,7 +70,7 @@ def main() -> None:
             for v in variants:  # warm-up and agreement
                 got = variants[v][pass_name]()
                 err = np.abs(got - ref).max() / np.abs(ref).max()
-                assert err < 1e-5, f"{name} {pass_name} {v}: relative error {err:.1e}"
+                assert err < 1e-4, f"{name} {pass_name} {v}: relative error {err:.1e}"
             for _ in range(a.reps):
                 for v in variants:
                     t0 = time.perf_counter()

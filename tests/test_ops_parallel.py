@@ -53,3 +53,21 @@ def test_worker_count_does_not_change_results(monkeypatch):
         results.append(F.conv2d(x, w, padding=1).data)
     np.testing.assert_array_equal(results[0], results[1])
     np.testing.assert_array_equal(results[0], results[2])
+
+
+def test_thread_count_from_the_environment(monkeypatch):
+    """CONVGRAD_NUM_THREADS first, then OMP_NUM_THREADS (a dask worker sets it to 1),
+    then the usable cores (``os.sched_getaffinity``); nonsense values are skipped."""
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.delenv("CONVGRAD_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert parallel.num_threads() == cores
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert parallel.num_threads() == 1
+    monkeypatch.setenv("CONVGRAD_NUM_THREADS", "3")
+    assert parallel.num_threads() == 3
+    monkeypatch.setenv("CONVGRAD_NUM_THREADS", "zero")
+    monkeypatch.setenv("OMP_NUM_THREADS", "0")
+    assert parallel.num_threads() == cores

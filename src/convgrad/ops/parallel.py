@@ -5,9 +5,11 @@ Running those chunks on ``n`` Python threads (NumPy releases the GIL in copies a
 matrix products), each calling single-threaded BLAS, parallelises the patch copies as
 well as the products, and degrades gracefully when other processes share the cores:
 a multi-threaded BLAS synchronises its threads on every call and stalls badly when
-one of them is descheduled.  ``CONVGRAD_NUM_THREADS`` sets ``n`` (default: the
-usable cores).  Without threadpoolctl the chunks run in order on the caller's thread
-and BLAS keeps its own threading.
+one of them is descheduled.  ``CONVGRAD_NUM_THREADS`` sets ``n``; without it,
+``OMP_NUM_THREADS`` does (as for PyTorch's intra-op threads: a dask worker sets it to 1,
+so several single-threaded workers on one machine do not oversubscribe its cores);
+without either, the usable cores.  Without threadpoolctl the chunks run in order on the
+caller's thread and BLAS keeps its own threading.
 """
 
 from __future__ import annotations
@@ -25,10 +27,12 @@ _depth = threading.local()  # .worker: this thread is one of the pool's
 
 
 def num_threads() -> int:
-    """Worker threads for convolution chunks (``CONVGRAD_NUM_THREADS`` or usable cores)."""
-    env = os.environ.get("CONVGRAD_NUM_THREADS", "")
-    if env.strip().isdigit() and int(env) >= 1:
-        return int(env)
+    """Threads for a convolution (``CONVGRAD_NUM_THREADS``, else ``OMP_NUM_THREADS``, else
+    the usable cores)."""
+    for name in ("CONVGRAD_NUM_THREADS", "OMP_NUM_THREADS"):
+        env = os.environ.get(name, "").strip()
+        if env.isdigit() and int(env) >= 1:
+            return int(env)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
