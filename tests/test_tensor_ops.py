@@ -479,3 +479,41 @@ def test_function_forms():
     compare(lambda a, b: fn.matmul(a, b), lambda a, b: a @ b, x, y)
     compare(lambda t: fn.relu(t) + fn.sigmoid(t) + fn.tanh(t),
             lambda t: t.relu() + t.sigmoid() + t.tanh(), x)
+
+
+@pytest.mark.parametrize("layout", ["c", "channels_last", "broadcast"])
+def test_masked_select_equals_where_with_nonfinite_values(layout):
+    """The mask product that replaces np.where (oracle: np.where itself) keeps its values,
+    dtype and zeros exactly, NaN and inf in the masked-out positions included; and the
+    ReLU gradient through it equals torch's threshold_backward."""
+    from convgrad.tensor.elementwise import select
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    cond = rng.random((3, 4, 5, 6)) > 0.5
+    if layout == "channels_last":
+        a = np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    if layout == "broadcast":
+        cond = cond[:, :1]
+    for poison in (None, np.nan, np.inf):
+        if poison is not None:
+            a = a.copy()
+            a[0, 0, 0, :] = poison  # some masked out, some kept
+        for args in ((cond, a, 0.0), (cond, 0, a), (cond, a, 0), (cond, a.astype(np.float64), 0.0)):
+            got, want = select(*args), np.where(*args)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    # not the product: a non-bool mask, a NumPy zero (it promotes), an integer branch
+    for args in ((cond.astype(np.int8), a, 0.0), (cond, a, np.float64(0)),
+                 (cond, np.arange(a.size).reshape(a.shape), 0.0)):
+        got, want = select(*args), np.where(*args)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    x = rng.standard_normal((2, 3, 4, 5))
+    g = rng.standard_normal(x.shape)
+    g[0, 0, 0, 0] = np.nan
+    t = cg.tensor(x, requires_grad=True)
+    t.relu().backward(cg.tensor(g))
+    tt = torch.tensor(x, requires_grad=True)
+    torch.relu(tt).backward(torch.tensor(g))
+    np.testing.assert_array_equal(t.grad.data, tt.grad.numpy())
