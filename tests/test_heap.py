@@ -1,5 +1,5 @@
 """Oracle: the kernel's count of minor page faults (getrusage) over repeated training
-steps in a fresh interpreter, with the heap pad and without it."""
+steps in a fresh interpreter, with convgrad's malloc thresholds and without them."""
 
 from __future__ import annotations
 
@@ -31,35 +31,38 @@ STEPS = textwrap.dedent("""
 """)
 
 
+def _clean_environment() -> dict:
+    return {k: v for k, v in os.environ.items()
+            if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "CONVGRAD_MALLOC"))}
+
+
 def _faults_per_step(**env: str) -> float:
-    clean = {k: v for k, v in os.environ.items()
-             if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "CONVGRAD_HEAP_PAD"))}
-    out = subprocess.run([sys.executable, "-c", STEPS], env={**clean, **env}, check=True,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, "-c", STEPS], env={**_clean_environment(), **env},
+                         check=True, capture_output=True, text=True, timeout=300)
     return float(out.stdout.split()[-1])
 
 
 @pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-                    reason="the pad is glibc's mallopt(M_TOP_PAD)")
+                    reason="the thresholds are glibc's mallopt parameters")
 def test_steps_stop_faulting_their_arrays_in_again():
-    """Each step allocates ~20 MiB of activations and gradients and frees them: without
-    the pad glibc returns them and the next step faults them in again (thousands of
-    faults per step), with it they stay."""
-    padded, unpadded = _faults_per_step(), _faults_per_step(CONVGRAD_HEAP_PAD="0")
-    assert unpadded > 1000, unpadded
-    assert padded < unpadded / 20, (padded, unpadded)
+    """Each step allocates ~20 MiB of activations and gradients and frees them: with
+    glibc's initial thresholds the heap is trimmed and the next step faults its arrays
+    in again (thousands of faults per step); with convgrad's they stay."""
+    tuned, untuned = _faults_per_step(), _faults_per_step(CONVGRAD_MALLOC="0")
+    assert untuned > 1000, untuned
+    assert tuned < untuned / 20, (tuned, untuned)
 
 
-def test_environment_decides_the_pad(monkeypatch):
-    for key in [k for k in os.environ if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES"]:
-        monkeypatch.delenv(key)
-    monkeypatch.delenv("CONVGRAD_HEAP_PAD", raising=False)
-    assert heap._pad_from_environment() == heap.DEFAULT_PAD
+def test_environment_decides(monkeypatch):
+    for key in list(os.environ):
+        if key.startswith("MALLOC_") or key in ("GLIBC_TUNABLES", "CONVGRAD_MALLOC"):
+            monkeypatch.delenv(key)
+    assert heap.wanted()
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")  # a dask worker's policy
-    assert heap._pad_from_environment() is None
-    monkeypatch.setenv("CONVGRAD_HEAP_PAD", "1048576")  # explicit wins
-    assert heap._pad_from_environment() == 2**20
-    monkeypatch.setenv("CONVGRAD_HEAP_PAD", "0")
-    assert not heap._pad_from_environment()
-    monkeypatch.setenv("CONVGRAD_HEAP_PAD", "lots")
-    assert heap._pad_from_environment() is None
+    assert not heap.wanted()
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.trim_threshold=0")
+    assert not heap.wanted()
+    monkeypatch.delenv("GLIBC_TUNABLES")
+    monkeypatch.setenv("CONVGRAD_MALLOC", "0")
+    assert not heap.wanted()
