@@ -167,7 +167,6 @@ class Plan:
                                      st.budget)
         return flops
 
-
     def _run_batches(self, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
                      bias: np.ndarray | None) -> int:
         """oneDNN on each batch slice: the forward and the input gradient write their
