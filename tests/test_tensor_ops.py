@@ -483,9 +483,9 @@ def test_function_forms():
 
 @pytest.mark.parametrize("layout", ["c", "channels_last", "broadcast"])
 def test_masked_select_equals_where_with_nonfinite_values(layout):
-    """The mask product that replaces np.where (oracle: np.where itself) keeps its values,
-    dtype and zeros exactly, NaN and inf in the masked-out positions included; and the
-    ReLU gradient through it equals torch's threshold_backward."""
+    """The masked bits that replace np.where (oracle: np.where itself) keep its values,
+    dtype, signs of zeros, NaN and inf exactly; and the ReLU gradient through them
+    equals torch's threshold_backward."""
     from convgrad.tensor.elementwise import select
 
     rng = np.random.default_rng(5)
@@ -503,6 +503,7 @@ def test_masked_select_equals_where_with_nonfinite_values(layout):
             got, want = select(*args), np.where(*args)
             assert got.dtype == want.dtype and got.shape == want.shape
             np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))  # no -0.0
     # not the product: a non-bool mask, a NumPy zero (it promotes), an integer branch
     for args in ((cond.astype(np.int8), a, 0.0), (cond, a, np.float64(0)),
                  (cond, np.arange(a.size).reshape(a.shape), 0.0)):
@@ -517,3 +518,4 @@ def test_masked_select_equals_where_with_nonfinite_values(layout):
     tt = torch.tensor(x, requires_grad=True)
     torch.relu(tt).backward(torch.tensor(g))
     np.testing.assert_array_equal(t.grad.data, tt.grad.numpy())
+    np.testing.assert_array_equal(np.signbit(t.grad.data), np.signbit(tt.grad.numpy()))
