@@ -15,16 +15,18 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function, is_grad_enabled
+from ..ops import reduction
 from ..tensor import Tensor, as_tensor
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
 
 
 def _moments(x: np.ndarray, dims: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and biased variance over ``dims`` (kept as size-1 dims), two passes."""
-    mean = x.mean(axis=dims, keepdims=True)
-    d = x - mean
-    return mean, np.mean(d * d, axis=dims, keepdims=True)
+    """Mean and biased variance over ``dims`` (kept as size-1 dims): two passes, the
+    variance as the mean of squared deviations (never E[x^2] - E[x]^2, which cancels)."""
+    mu = reduction.mean(x, axis=dims, keepdims=True)
+    d = x - mu
+    return mu, reduction.mean(d * d, axis=dims, keepdims=True)
 
 
 def _inv_std(x: Tensor, dims: tuple, eps: float) -> Tensor:
@@ -137,9 +139,9 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
             raise ValueError(f"{fn}: expected more than 1 value per channel when training, "
                              f"got input of shape {x.shape}")
         dims = (0,) + tuple(range(2, x.ndim))
-        mean, var = _moments(x.data, dims)
-        y = Standardize.apply(x, dims=dims, eps=eps, mean=mean, var=var)
-        _update(rm, momentum, mean.reshape(c))
+        mu, var = _moments(x.data, dims)
+        y = Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var)
+        _update(rm, momentum, mu.reshape(c))
         _update(rv, momentum, var.reshape(c) * (count / (count - 1)))
     else:
         if rm is None or rv is None:
@@ -176,11 +178,11 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
         raise ValueError(f"{fn}: expected more than 1 spatial element when training, got "
                          f"input of shape {x.shape}")
     dims = tuple(range(2, x.ndim))
-    mean, var = _moments(x.data, dims)
-    y = Standardize.apply(x, dims=dims, eps=eps, mean=mean, var=var)
+    mu, var = _moments(x.data, dims)
+    y = Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var)
     if n:
-        _update(rm, momentum, mean.reshape(n, c).mean(axis=0))
-        _update(rv, momentum, var.reshape(n, c).mean(axis=0) * (count / (count - 1)))
+        _update(rm, momentum, reduction.mean(mu.reshape(n, c), axis=0))
+        _update(rv, momentum, reduction.mean(var.reshape(n, c), axis=0) * (count / (count - 1)))
     return _affine(y, weight, bias, shape)
 
 
@@ -200,8 +202,8 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     eps = _number(fn, "eps", eps)
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
-    mean, var = _moments(grouped.data, (2,))
-    y = Standardize.apply(grouped, dims=(2,), eps=eps, mean=mean, var=var).reshape(x.shape)
+    mu, var = _moments(grouped.data, (2,))
+    y = Standardize.apply(grouped, dims=(2,), eps=eps, mean=mu, var=var).reshape(x.shape)
     return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))
 
 
@@ -233,6 +235,6 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     weight, bias = (_affine_arg(fn, "weight", weight, shape),
                     _affine_arg(fn, "bias", bias, shape))
     dims = tuple(range(x.ndim - k, x.ndim))
-    mean, var = _moments(x.data, dims)
-    y = Standardize.apply(x, dims=dims, eps=eps, mean=mean, var=var)
+    mu, var = _moments(x.data, dims)
+    y = Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var)
     return _affine(y, weight, bias, shape)

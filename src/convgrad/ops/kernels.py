@@ -15,6 +15,7 @@ import numpy as np
 from .dask import is_dask_array
 from .dispatch import plan
 from .profiler import record
+from .reduction import total
 from .spec import ConvSpec
 
 __all__ = ["conv_bias_grad", "conv_forward", "conv_input_grad", "conv_weight_grad"]
@@ -83,4 +84,4 @@ def conv_bias_grad(gy: np.ndarray) -> np.ndarray:
         return dask_kernels().conv_bias_grad(gy)
     with record("conv_bias_grad", gy.shape, flops=gy.size) as rec:
         rec.algorithm = "reduce"
-        return gy.sum(axis=(0, *range(2, gy.ndim)))
+        return total(gy, axis=(0, *range(2, gy.ndim)))

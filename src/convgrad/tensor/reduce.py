@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import OUTPUT, Context, Function
+from ..ops.reduction import total
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
@@ -27,7 +28,7 @@ class Sum(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, dims: tuple | None, keepdim: bool) -> np.ndarray:
         ctx.dims = dims
-        return np.sum(x, axis=dims, keepdims=keepdim)
+        return total(x, axis=dims, keepdims=keepdim)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
@@ -68,7 +69,7 @@ class Softmax(Function):
     def forward(ctx: Context, x: np.ndarray, dim: int) -> np.ndarray:
         ctx.dim = dim
         e = np.exp(x - x.max(axis=dim, keepdims=True))
-        return e / e.sum(axis=dim, keepdims=True)
+        return e / total(e, axis=dim, keepdims=True)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
@@ -84,7 +85,8 @@ class LogSoftmax(Function):
     def forward(ctx: Context, x: np.ndarray, dim: int) -> np.ndarray:
         ctx.dim = dim
         z = x - x.max(axis=dim, keepdims=True)
-        return z - np.log(np.exp(z).sum(axis=dim, keepdims=True))
+        # log-sum-exp shifted by the max: the sum is >= 1, so its log loses nothing
+        return z - np.log(total(np.exp(z), axis=dim, keepdims=True))
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
