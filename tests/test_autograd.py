@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import convgrad as cg
-from convgrad.autograd import Context, Function, backward
+from convgrad.autograd import OUTPUT, Context, Function, backward
 from convgrad.tensor import Tensor
 
 torch = pytest.importorskip("torch")
@@ -26,6 +26,7 @@ def close(ours: Tensor, theirs: torch.Tensor) -> None:
 
 
 class Mul(Function):  # the contract's example, verbatim in spirit
+    reads = {0: (1,), 1: (0,)}  # each gradient reads the other factor
     calls: list = []
 
     @staticmethod
@@ -280,6 +281,7 @@ def test_grad_mode_is_thread_local():
 
 # ----------------------------------------------------------------------------- Function contract
 class Scale(Function):
+    reads = (0,)  # the saved x is the input's own array
     @staticmethod
     def forward(ctx, x, factor, offset, *, power=1):
         ctx.power = power
@@ -307,6 +309,7 @@ def test_function_passthrough_args_and_ndarray_gradients():
 
 
 class Exp(Function):
+    reads = (OUTPUT,)
     @staticmethod
     def forward(ctx, x):
         return np.exp(x)
@@ -326,6 +329,7 @@ def test_ctx_output_gives_double_backward():
 
 
 class BadShape(Function):
+    reads = ()
     @staticmethod
     def forward(ctx, x):
         return x.sum(0)
@@ -336,6 +340,7 @@ class BadShape(Function):
 
 
 class BadCount(Function):
+    reads = ()
     @staticmethod
     def forward(ctx, x):
         return x * 1

@@ -20,6 +20,7 @@ def leaf(*shape: int) -> cg.Tensor:
 
 
 class WrongGrad(Function):
+    reads = (0,)
     """sin(x) with the derivative of -cos: a first-order bug."""
 
     @staticmethod
@@ -32,6 +33,7 @@ class WrongGrad(Function):
 
 
 class ConstantRule(Function):
+    reads = (0,)
     """x^3 whose rule uses a constant 3 x^2: right first order, wrong second order."""
 
     @staticmethod

@@ -191,11 +191,11 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
 def _call_rule(node: Context, out: Tensor, g: Tensor, needs: tuple) -> tuple:
     """Run the node's rule with ``ctx.output`` set and ``needs_input_grad`` = ``needs``."""
     recorded_needs = node.needs_input_grad
-    node.needs_input_grad, node.output = needs, out
+    node.needs_input_grad, node._output = needs, out
     try:
         grads = node.op.backward(node, g)
     finally:
-        node.needs_input_grad, node.output = recorded_needs, None
+        node.needs_input_grad, node._output = recorded_needs, None
     if not isinstance(grads, tuple | list):
         grads = (grads,)
     if len(grads) != len(node.inputs):

@@ -85,7 +85,7 @@ class Context:
     Tensor when the rule reads it.
     """
 
-    __slots__ = ("op", "inputs", "needs_input_grad", "edges", "saved", "output",
+    __slots__ = ("op", "inputs", "needs_input_grad", "edges", "saved", "_output",
                  "output_version", "__dict__")
     versions: tuple | None = None
     output_ref: Any = None
@@ -95,7 +95,17 @@ class Context:
         self.inputs = inputs
         self.needs_input_grad = needs_input_grad
         self.saved = ()
-        self.output = None  # (edges and output_version are set when the node is recorded)
+        self._output = None  # (edges and output_version are set when the node is recorded)
+
+    @property
+    def output(self) -> Any:
+        """The output Tensor, inside ``backward`` of a Function whose ``reads`` has OUTPUT."""
+        if not self.op._reads_output:
+            raise RuntimeError(
+                f"{self.op.__name__}.backward reads ctx.output, but {self.op.__name__}.reads "
+                f"does not declare OUTPUT: declare it, so that an in-place change of the "
+                f"output is caught instead of giving a wrong gradient")
+        return self._output
 
     def save_for_backward(self, *values: Any) -> None:
         self.saved = values
@@ -148,16 +158,27 @@ class Function:
     ``reads`` declares the values ``backward`` reads (not shapes or dtypes): a tuple of
     input positions and/or :data:`OUTPUT`, or a dict mapping an input position to what
     its gradient reads (``{0: (1,), 1: (0,)}`` for a product: each gradient reads the
-    other factor).  ``None`` (undeclared) means every input.  ``view`` marks operations
-    whose output may be a view of input 0's memory.
+    other factor).  Every Function declares it (a class without it is a TypeError when
+    it is defined), and ``ctx.output`` is refused to a rule that did not declare
+    :data:`OUTPUT`: a forgotten declaration fails loudly instead of letting an in-place
+    change go unchecked.  ``view`` marks operations whose output may be a view of input
+    0's memory.
     """
 
-    reads: tuple | dict | None = None
+    reads: tuple | dict
     view = False  # True: the output may share the memory of input 0 (reshape, indexing, ...)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        reads = cls.reads
+        reads = getattr(cls, "reads", None)
+        if not isinstance(reads, tuple | dict) or not all(
+                r == OUTPUT or isinstance(r, int)
+                for r in (reads if isinstance(reads, tuple) else
+                          [x for v in reads.values() for x in v])):
+            raise TypeError(
+                f"{cls.__name__}: a Function must declare reads, the values its backward "
+                f"reads: a tuple of input positions and/or OUTPUT, or a dict from input "
+                f"position to such a tuple (got {reads!r})")
         if isinstance(reads, dict):
             cls._reads_output = any(OUTPUT in r for r in reads.values())
         else:
@@ -170,9 +191,7 @@ class Function:
         found = cls._reads_cache.get(needs)
         if found is None:
             reads = cls.reads
-            if reads is None:
-                reads = range(len(needs))
-            elif isinstance(reads, dict):
+            if isinstance(reads, dict):
                 reads = {r for i, n in enumerate(needs) if n for r in reads.get(i, ())}
             found = (tuple(sorted(r for r in reads if r != OUTPUT)), OUTPUT in reads)
             cls._reads_cache[needs] = found

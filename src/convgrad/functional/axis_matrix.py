@@ -83,6 +83,8 @@ class AxisMatrix:
 class AxisMap(Function):
     """``y = M x`` along ``axis`` for a constant :class:`AxisMatrix` ``M``."""
 
+    reads = ()  # linear in x: the rule reads only the constant M
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, matrix: AxisMatrix, axis: int) -> np.ndarray:
         ctx.matrix, ctx.axis = matrix, axis

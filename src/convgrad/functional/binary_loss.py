@@ -26,6 +26,8 @@ _EPSILON = 1e-12
 class BinaryCrossEntropy(Function):
     """``-(t log x + (1 - t) log(1 - x))`` elementwise, each log clamped at -100."""
 
+    reads = {0: (0, 1), 1: (0,)}  # dx reads x and t, dt reads x
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, t: Any) -> np.ndarray:
         with np.errstate(divide="ignore"):

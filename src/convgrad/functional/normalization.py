@@ -40,21 +40,28 @@ class Standardize(Function):
 
     ``mean`` and ``var`` come in precomputed (the caller also needs them for running
     statistics); they are x's own moments, so the rule below differentiates through them.
+    The rule reads x, not the output, as torch's: an in-place activation applied to the
+    output (``relu_``) is harmless.
     """
+
+    reads = (0,)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, dims: tuple, eps: float, mean: np.ndarray,
                 var: np.ndarray) -> np.ndarray:
-        ctx.dims, ctx.eps = dims, eps
+        ctx.dims, ctx.eps, ctx.mean = dims, eps, mean
         ctx.inv = 1.0 / np.sqrt(var + eps)
         return (x - mean) * ctx.inv
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> Tensor:
-        y, dims = ctx.output, ctx.dims
-        # inv depends on x: a recorded backward (create_graph) recomputes it as Tensor ops
-        inv = (_inv_std(ctx.inputs[0], dims, ctx.eps) if is_grad_enabled()
-               else type(y)._wrap(ctx.inv))
+        x, dims = ctx.inputs[0], ctx.dims
+        if is_grad_enabled():  # create_graph: mean and inv as recorded functions of x
+            inv = _inv_std(x, dims, ctx.eps)
+            y = (x - x.mean(dims, keepdim=True)) * inv
+        else:
+            inv = type(g)._wrap(ctx.inv)
+            y = type(g)._wrap((x.data - ctx.mean) * ctx.inv)
         # y = (x - m) s, m = mean(x), s = (mean((x - m)^2) + eps)^-1/2:
         # dx = s (g - mean(g) - y mean(g y))
         return inv * (g - g.mean(dims, keepdim=True) - y * (g * y).mean(dims, keepdim=True))

@@ -27,6 +27,8 @@ _GELU_APPROXIMATIONS = ("none", "tanh")
 class NormalCDF(Function):
     """``Phi(x) = (1 + erf(x / sqrt 2)) / 2``, the standard normal distribution function."""
 
+    reads = (0,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         from scipy.special import erfc
@@ -41,6 +43,8 @@ class NormalCDF(Function):
 
 
 class ELU(Function):
+    reads = (0,)  # the input, not the output: an in-place edit of the output is harmless
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, alpha: float) -> np.ndarray:
         ctx.alpha = alpha
@@ -48,13 +52,15 @@ class ELU(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> Tensor:
-        x = ctx.inputs[0].data
-        # d elu/dx = 1 for x > 0, alpha e^x = y + alpha otherwise (y recorded: its own
-        # derivative flows through this node again)
-        return g * Where.apply(x > 0, 1.0, ctx.output + ctx.alpha)
+        x = ctx.inputs[0]
+        # d elu/dx = 1 for x > 0, alpha e^x otherwise (e^min(x, 0): no overflow on the
+        # branch not taken; recorded from x, so its own derivative flows on)
+        return g * Where.apply(x.data > 0, 1.0, x.clip(max=0.0).exp() * ctx.alpha)
 
 
 class Softplus(Function):
+    reads = (0,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, beta: float, threshold: float) -> np.ndarray:
         ctx.beta, ctx.threshold = beta, threshold
@@ -69,6 +75,8 @@ class Softplus(Function):
 
 
 class LogSigmoid(Function):
+    reads = (0,)
+
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         return -np.logaddexp(0.0, -x)

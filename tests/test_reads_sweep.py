@@ -1,0 +1,234 @@
+"""Every Function's ``reads`` is complete and enforced: an in-place edit of any value a
+backward rule reads raises the version error, and an edit of any other value leaves the
+gradient unchanged.  Oracle: the same gradient computed without the edit (and, for an
+edited output, the out-of-place ``y * 2``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import convgrad as cg
+import convgrad.functional as F
+import convgrad.metrics  # noqa: F401 (registers its Functions, if any)
+from convgrad.autograd import OUTPUT, Function
+from convgrad.functional.axis_matrix import AxisMap
+from convgrad.functional.binary_loss import BinaryCrossEntropy
+from convgrad.functional.normalization import Standardize
+from convgrad.functional.padding import PadConstant
+from convgrad.functional.smooth_activation import ELU, LogSigmoid, NormalCDF, Softplus
+from convgrad.ops import ConvSpec
+from convgrad.tensor import conv as C
+from convgrad.tensor import elementwise as E
+from convgrad.tensor import reduce as R
+from convgrad.tensor import shape as S
+
+RNG = np.random.default_rng(0)
+
+
+def arr(*shape, low=-1.0, high=1.0):
+    return RNG.uniform(low, high, shape)
+
+
+SPEC_1D = ConvSpec(stride=(1,), padding=((0, 0),), kernel_dilation=(1,), input_dilation=(1,))
+IDX = np.array([[0, 2, 1], [1, 0, 2]])
+
+# cls -> (apply(*tensors) -> Tensor, the float inputs[, their positions in apply's arguments
+# where other arguments come first])
+SAMPLES = {
+    E.Add: (lambda a, b: E.Add.apply(a, b), [arr(2, 3), arr(2, 3)]),
+    E.Sub: (lambda a, b: E.Sub.apply(a, b), [arr(2, 3), arr(2, 3)]),
+    E.Mul: (lambda a, b: E.Mul.apply(a, b), [arr(2, 3), arr(2, 3)]),
+    E.Div: (lambda a, b: E.Div.apply(a, b), [arr(2, 3), arr(2, 3, low=1, high=2)]),
+    E.Neg: (lambda a: E.Neg.apply(a), [arr(2, 3)]),
+    E.Pow: (lambda a, b: E.Pow.apply(a, b), [arr(2, 3, low=1, high=2), arr(2, 3)]),
+    E.Exp: (lambda a: E.Exp.apply(a), [arr(2, 3)]),
+    E.Log: (lambda a: E.Log.apply(a), [arr(2, 3, low=1, high=2)]),
+    E.Sqrt: (lambda a: E.Sqrt.apply(a), [arr(2, 3, low=1, high=2)]),
+    E.Abs: (lambda a: E.Abs.apply(a), [arr(2, 3)]),
+    E.Clip: (lambda a: E.Clip.apply(a, lo=-0.3, hi=0.3), [arr(2, 3)]),
+    E.ReLU: (lambda a: E.ReLU.apply(a), [arr(2, 3)]),
+    E.LeakyReLU: (lambda a: E.LeakyReLU.apply(a, slope=0.1), [arr(2, 3)]),
+    E.Sigmoid: (lambda a: E.Sigmoid.apply(a), [arr(2, 3)]),
+    E.Tanh: (lambda a: E.Tanh.apply(a), [arr(2, 3)]),
+    E.Where: (lambda a, b: E.Where.apply(np.array([[True, False, True]] * 2), a, b),
+              [arr(2, 3), arr(2, 3)], (1, 2)),
+    E.Cast: (lambda a: E.Cast.apply(a, dtype=np.dtype(np.float32)), [arr(2, 3)]),
+    E.Clone: (lambda a: E.Clone.apply(a), [arr(2, 3)]),
+    E.Assign: (lambda a, b: E.Assign.apply(a, b), [arr(2, 3), arr(2, 3)]),
+    E.IndexPut: (lambda a, b: E.IndexPut.apply(a, b, index=(slice(0, 1),)), [arr(2, 3), arr(1, 3)]),
+    R.Sum: (lambda a: R.Sum.apply(a, dims=(1,), keepdim=False), [arr(2, 3)]),
+    R.Extremum: (lambda a: R.Extremum.apply(a, dims=(1,), keepdim=False, largest=True),
+                 [arr(2, 3)]),
+    R.Softmax: (lambda a: R.Softmax.apply(a, dim=1), [arr(2, 3)]),
+    R.LogSoftmax: (lambda a: R.LogSoftmax.apply(a, dim=1), [arr(2, 3)]),
+    S.Reshape: (lambda a: S.Reshape.apply(a, shape=(3, 2)), [arr(2, 3)]),
+    S.Permute: (lambda a: S.Permute.apply(a, perm=(1, 0)), [arr(2, 3)]),
+    S.BroadcastTo: (lambda a: S.BroadcastTo.apply(a, shape=(4, 2, 3)), [arr(2, 3)]),
+    S.GetItem: (lambda a: S.GetItem.apply(a, index=(slice(0, 1),)), [arr(2, 3)]),
+    S.IndexAdd: (lambda a: S.IndexAdd.apply(a, index=(slice(0, 1),), shape=(2, 3)),
+                 [arr(1, 3)]),
+    S.TakeAlongDim: (lambda a: S.TakeAlongDim.apply(a, index=IDX, dim=1), [arr(2, 3)]),
+    S.PutAlongDim: (lambda a: S.PutAlongDim.apply(a, index=IDX, dim=1, shape=(2, 3)),
+                    [arr(2, 3)]),
+    S.Concatenate: (lambda a, b: S.Concatenate.apply(a, b, dim=0), [arr(2, 3), arr(1, 3)]),
+    S.MatMul: (lambda a, b: S.MatMul.apply(a, b), [arr(2, 3), arr(3, 4)]),
+    C.Conv: (lambda x, w, b: F.conv1d(x, w, b), [arr(2, 2, 5), arr(3, 2, 2), arr(3)]),
+    C.ConvInputGrad: (lambda g, w: F.conv_transpose1d(g, w), [arr(2, 2, 4), arr(2, 3, 2)]),
+    C.ConvWeightGrad: (lambda x, g: C.ConvWeightGrad.apply(x, g, spec=SPEC_1D, w_shape=(3, 2, 2)),
+                       [arr(2, 2, 5), arr(2, 3, 4)]),
+    C.ConvBiasGrad: (lambda g: C.ConvBiasGrad.apply(g), [arr(2, 3, 4)]),
+    C.BiasExpand: (lambda h: C.BiasExpand.apply(h, shape=(2, 3, 4)), [arr(3)]),
+    C.AddBias: (lambda y, b: C.AddBias.apply(y, b), [arr(2, 3, 4), arr(3)]),
+    AxisMap: (lambda a: F.interpolate(a, scale_factor=2, mode="linear"), [arr(1, 2, 4)]),
+    BinaryCrossEntropy: (lambda x, t: BinaryCrossEntropy.apply(x, t),
+                         [arr(2, 3, low=0.1, high=0.9), arr(2, 3, low=0, high=1)]),
+    Standardize: (lambda x: _standardize(x), [arr(4, 3)]),
+    PadConstant: (lambda a: PadConstant.apply(a, widths=((1, 0), (0, 2)), value=0.0),
+                  [arr(2, 3)]),
+    ELU: (lambda a: ELU.apply(a, alpha=1.3), [arr(2, 3)]),
+    NormalCDF: (lambda a: NormalCDF.apply(a), [arr(2, 3)]),
+    Softplus: (lambda a: Softplus.apply(a, beta=1.0, threshold=20.0), [arr(2, 3)]),
+    LogSigmoid: (lambda a: LogSigmoid.apply(a), [arr(2, 3)]),
+}
+
+
+def _standardize(x):
+    from convgrad.functional.normalization import _moments
+
+    mean, var = _moments(x.data, (0,))
+    return Standardize.apply(x, dims=(0,), eps=1e-5, mean=mean, var=var)
+
+
+def _all_functions(cls=Function):
+    for sub in cls.__subclasses__():
+        if sub.__module__.startswith("convgrad."):
+            yield sub
+        yield from _all_functions(sub)
+
+
+def test_every_function_has_a_sample():
+    missing = sorted(f"{c.__module__}.{c.__name__}" for c in set(_all_functions())
+                     if c not in SAMPLES)
+    assert not missing, f"add these Functions to SAMPLES: {missing}"
+
+
+def test_a_function_without_reads_is_refused_when_defined():
+    with pytest.raises(TypeError, match="must declare reads"):
+        class Undeclared(Function):  # noqa: F841
+            @staticmethod
+            def forward(ctx, x):
+                return x
+
+
+def test_reading_an_undeclared_output_is_refused():
+    class Sneaky(Function):
+        reads = ()
+
+        @staticmethod
+        def forward(ctx, x):
+            return np.exp(x)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.output
+
+    x = cg.tensor(arr(3), requires_grad=True)
+    with pytest.raises(RuntimeError, match="does not declare OUTPUT"):
+        Sneaky.apply(x).sum().backward()
+
+
+def _run(cls, edit: int | str | None):
+    """Gradients of ``sum(y * v)`` w.r.t. the leaves, after an in-place edit of input
+    ``edit`` (a non-leaf copy of the leaf), of the output, or of nothing."""
+    fn, arrays = SAMPLES[cls][:2]
+    leaves = [cg.tensor(a, requires_grad=True) for a in arrays]
+    inputs = [leaf.clone() for leaf in leaves]
+    y = fn(*inputs)
+    assert _recorded(y, cls), f"the sample for {cls.__name__} does not record it"
+    if edit == OUTPUT:
+        y.mul_(2.0)
+    elif edit is not None:
+        inputs[edit].add_(0.5)
+    v = cg.tensor(np.linspace(-1.0, 2.0, y.numel()).reshape(y.shape).astype(y.dtype))
+    return cg.grad((y * v).sum(), leaves, allow_unused=True)
+
+
+def _recorded(y, cls) -> bool:
+    node = y.grad_fn
+    while node is not None:
+        if node.op is cls:
+            return True
+        node = node.edges[0] if node.edges else None
+    return False
+
+
+def _declared(cls) -> tuple[set, bool]:
+    """(the sample's inputs that ``reads`` declares, whether it declares the output)."""
+    sample = SAMPLES[cls]
+    where = sample[2] if len(sample) > 2 else range(len(sample[1]))
+    needs = tuple(i in where for i in range(max(where) + 1))
+    positions, output = cls.reads_for(needs)
+    return {k for k, i in enumerate(where) if i in positions}, output
+
+
+def _same(a, b) -> bool:
+    return all((x is None and y is None) or np.allclose(x.data, y.data, rtol=1e-12, atol=1e-12)
+               for x, y in zip(a, b))
+
+
+VERSION_ERROR = "modified by an inplace operation|modified in place"
+
+
+@pytest.mark.parametrize("cls", list(SAMPLES), ids=lambda c: c.__name__)
+def test_an_inplace_edit_of_what_backward_reads_raises_never_a_wrong_gradient(cls):
+    reference = _run(cls, None)
+    positions, reads_output = _declared(cls)
+    for i in range(len(SAMPLES[cls][1])):
+        if i in positions:
+            with pytest.raises(RuntimeError, match=VERSION_ERROR):
+                _run(cls, i)
+        else:
+            try:
+                edited = _run(cls, i)
+            except RuntimeError as e:  # a view shares its input's memory: its use is refused
+                assert cls.view and "shares its memory" in str(e), f"{cls.__name__}: {e}"
+                continue
+            assert _same(edited, reference), \
+                f"{cls.__name__}: editing input {i} (not in reads) changed the gradient"
+    if reads_output:
+        with pytest.raises(RuntimeError, match=VERSION_ERROR):
+            _run(cls, OUTPUT)
+    else:
+        twice = tuple(None if g is None else g * 2.0 for g in reference)
+        try:
+            edited = _run(cls, OUTPUT)
+        except RuntimeError as e:  # a view's output shares its input's memory: refused
+            assert cls.view and "shares its memory" in str(e), f"{cls.__name__}: {e}"
+            return
+        except ValueError as e:  # a broadcast output is read-only: no in-place edit at all
+            assert "read-only" in str(e), f"{cls.__name__}: {e}"
+            return
+        assert _same(edited, twice), \
+            f"{cls.__name__}: y.mul_(2) gave a gradient other than y * 2's"
+
+
+@pytest.mark.parametrize("norm", ["batch_norm", "group_norm", "instance_norm", "layer_norm",
+                                  "elu"])
+def test_inplace_edit_of_a_normalised_output_gives_the_out_of_place_gradient(norm):
+    """The cases that gave silently wrong gradients: a rule read its output undeclared."""
+    fns = {"batch_norm": lambda x: F.batch_norm(x, None, None, training=True),
+           "group_norm": lambda x: F.group_norm(x, 2),
+           "instance_norm": lambda x: F.instance_norm(x),
+           "layer_norm": lambda x: F.layer_norm(x, x.shape[1:]),
+           "elu": lambda x: F.elu(x)}
+    x0 = arr(3, 4, 5, 5)
+    grads = []
+    for inplace in (False, True):
+        x = cg.tensor(x0, requires_grad=True)
+        y = fns[norm](x)
+        y = y.mul_(2.0) if inplace else y * 2.0
+        (y * cg.tensor(np.cos(x0))).sum().backward()
+        grads.append(x.grad.data)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12, atol=1e-12)
