@@ -2,7 +2,11 @@
 
 Constructor arguments, attribute names, weight layouts, default initialisation and
 ``repr`` follow ``torch.nn``; ``forward`` calls the matching function of
-:mod:`convgrad.functional.conv`.  Two keyword-only additions: ``dtype`` (float32 by
+:mod:`convgrad.functional.conv`.  As in torch, ``stride``, ``padding``, ``dilation``,
+``groups``, ``padding_mode`` (and ``output_padding``) are read on every call, so a
+script may change them after construction (``model.conv1.stride = (1, 1)``): the
+normalised :class:`ConvArgs` are cached, keyed on those values (about a microsecond
+per call to compare them).  Two keyword-only additions: ``dtype`` (float32 by
 default, or float64) and ``rng`` (a NumPy Generator or int seed for the initial
 weights; see :mod:`convgrad.nn.init`).
 """
@@ -71,6 +75,13 @@ class _ConvNd(Module):
             self.register_parameter("bias", None)
         self.reset_parameters(rng)
 
+    def _current_args(self) -> Any:
+        """The ``ConvArgs`` of the hyper-parameters as they are now (cached on their values)."""
+        key = self._args_key()
+        if key != self._cached_key:
+            self._cached_args, self._cached_key = self._make_args(), key
+        return self._cached_args
+
     def reset_parameters(self, rng: Any = None) -> None:
         """PyTorch's default: kaiming_uniform(a=sqrt(5)) weights, U(+-1/sqrt(fan_in)) bias.
 
@@ -111,13 +122,26 @@ class _Conv(_ConvNd):
         fn, nd = type(self).__name__, self._nd
         if not isinstance(padding, str):
             padding = per_dim("padding", padding, nd, fn, minimum=0)
-        self._args = conv_args(nd, per_dim("kernel_size", kernel_size, nd, fn), stride, padding,
-                               dilation, groups, padding_mode, fn)
+        conv_args(nd, per_dim("kernel_size", kernel_size, nd, fn), stride, padding, dilation,
+                  groups, padding_mode, fn)  # checked here first, so a bad layer is never made
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, dtype, rng)
+        self._cached_key = None
+
+    def _args_key(self) -> tuple:
+        return (self.stride, self.padding, self.dilation, self.groups, self.padding_mode,
+                self.weight.shape)
+
+    def _make_args(self) -> Any:
+        fn, nd = type(self).__name__, self._nd
+        padding = self.padding
+        if not isinstance(padding, str):
+            padding = per_dim("padding", padding, nd, fn, minimum=0)
+        return conv_args(nd, tuple(self.weight.shape[2:]), self.stride, padding, self.dilation,
+                         self.groups, self.padding_mode, fn)
 
     def forward(self, x: Any) -> Tensor:
-        return convolve(x, self.weight, self.bias, self._args, type(self).__name__)
+        return convolve(x, self.weight, self.bias, self._current_args(), type(self).__name__)
 
 
 class Conv1d(_Conv):
@@ -153,11 +177,18 @@ class _ConvTranspose(_ConvNd):
             raise ValueError(f"{fn}: padding={padding!r} must be an int or {self._nd} ints "
                              "(no string paddings for transposed convolutions)")
         padding = per_dim("padding", padding, self._nd, fn, minimum=0)
-        self._args = transpose_args(self._nd, stride, padding, output_padding, groups, dilation,
-                                    fn)
+        transpose_args(self._nd, stride, padding, output_padding, groups, dilation, fn)
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
                          groups, bias, padding_mode, dtype, rng)
         self.output_padding = per_dim("output_padding", output_padding, self._nd, fn, minimum=0)
+        self._cached_key = None
+
+    def _args_key(self) -> tuple:
+        return (self.stride, self.padding, self.output_padding, self.groups, self.dilation)
+
+    def _make_args(self) -> Any:
+        return transpose_args(self._nd, self.stride, self.padding, self.output_padding,
+                              self.groups, self.dilation, type(self).__name__)
 
     def _output_padding(self, x: Any, output_size: Any) -> tuple[int, ...]:
         """``output_padding``, or the one that gives ``output_size`` (as torch computes it)."""
@@ -170,10 +201,13 @@ class _ConvTranspose(_ConvNd):
         if len(size) != nd:
             raise ValueError(f"{fn}: output_size={tuple(output_size)} must have {nd} or "
                              f"{np.ndim(x)} entries")
-        spatial = np.shape(x)[-nd:]
-        lo = [(spatial[d] - 1) * self.stride[d] - 2 * self.padding[d]
-              + self.dilation[d] * (self.kernel_size[d] - 1) + 1 for d in range(nd)]
-        hi = [lo[d] + self.stride[d] - 1 for d in range(nd)]
+        spatial, kernel = np.shape(x)[-nd:], self.weight.shape[2:]
+        stride, padding, dilation = (per_dim(name, getattr(self, name), nd, fn, minimum)
+                                     for name, minimum in (("stride", 1), ("padding", 0),
+                                                           ("dilation", 1)))
+        lo = [(spatial[d] - 1) * stride[d] - 2 * padding[d]
+              + dilation[d] * (kernel[d] - 1) + 1 for d in range(nd)]
+        hi = [lo[d] + stride[d] - 1 for d in range(nd)]
         if any(not lo[d] <= size[d] <= hi[d] for d in range(nd)):
             raise ValueError(f"{fn}: requested output_size={size}, but valid sizes range from "
                              f"{tuple(lo)} to {tuple(hi)} (for an input of {tuple(spatial)})")
@@ -181,7 +215,7 @@ class _ConvTranspose(_ConvNd):
 
     def forward(self, x: Any, output_size: Any = None) -> Tensor:
         fn = type(self).__name__
-        args = self._args
+        args = self._current_args()
         if output_size is not None:  # another output padding: the spec of that size
             args = transpose_args(self._nd, self.stride, self.padding,
                                   self._output_padding(x, output_size), self.groups,
