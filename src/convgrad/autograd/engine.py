@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.dask import is_dask_array, rechunk_like
+from ..arraytypes import is_dask_array, rechunk_like
 from . import grad_mode
 from .function import (
     FREED_MESSAGE,

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.dask import is_dask_array
+from ..arraytypes import is_dask_array
 from .grad_mode import is_grad_enabled
 
 __all__ = ["Context", "FREED_MESSAGE", "Function", "MODIFIED_MESSAGE", "OUTPUT",
