@@ -192,7 +192,7 @@ def run(quick: bool = False, out: TextIO = sys.stdout) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from .main import DefaultsHelpFormatter
+    from .help_format import DefaultsHelpFormatter
 
     parser = argparse.ArgumentParser(prog="convgrad gradcheck", description=__doc__.split("\n")[0],
                                      formatter_class=DefaultsHelpFormatter)

@@ -11,6 +11,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from .help_format import DefaultsHelpFormatter
+
 
 def _cmd_gradcheck(args: argparse.Namespace) -> int:
     from .gradcheck import run
@@ -54,15 +56,6 @@ def _odd_int(text: str) -> int:
     if value is None or value < 1 or value % 2 == 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive odd integer")
     return value
-
-
-class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Appends "(default: ...)" to every option's help, unless the help says it in words."""
-
-    def _get_help_string(self, action: argparse.Action) -> str | None:
-        if "(default:" in (action.help or ""):
-            return action.help
-        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:

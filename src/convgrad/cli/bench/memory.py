@@ -182,7 +182,7 @@ def format_report(rows: Sequence[dict], workload: str, pass_: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from ..main import DefaultsHelpFormatter
+    from ..help_format import DefaultsHelpFormatter
 
     ap = argparse.ArgumentParser(prog="python -m convgrad.cli.bench.memory",
                                  description="Peak memory of one benchmark pass, each "
