@@ -324,9 +324,11 @@ def test_pass_over_the_workspace_runs_in_batch_slices():
         "weight_grad": lambda n: (x32[:n], gy32[:n], w32)}
     arena = {(name, n): onednn.plan_for(name, *arrays(n), s).workspace_bytes
              for name, arrays in operands.items() for n in (1, 5)}
-    one = max(arena[name, 1] for name in operands)
-    whole = min(arena[name, 5] for name in operands)
-    assert one < whole
+    # oneDNN's arena need not grow with the batch for every implementation (on AVX2 the
+    # gemm-based backward-data needs as much for 5 samples as for 1): each pass is
+    # checked where it does, and at least two passes must
+    growing = [name for name in operands if arena[name, 1] < arena[name, 5]]
+    assert len(growing) >= 2, arena
     refs = {"forward": conv_forward(x, w, s) + b.reshape(-1, 1, 1),
             "input_grad": conv_input_grad(gy, w, x.shape, s),
             "weight_grad": conv_weight_grad(x, gy, w.shape, s)}
@@ -336,10 +338,12 @@ def test_pass_over_the_workspace_runs_in_batch_slices():
                 "input_grad": kernels.conv_input_grad(gy32, w32, s, x.shape),
                 "weight_grad": kernels.conv_weight_grad(x32, gy32, s, w.shape)}
 
-    for limit, batches in (((one + whole) // 2, True), (one // 2, False)):
-        with workspace_limit(limit), profile() as prof:
-            got = passes()
-        for event, (name, value) in zip(prof.events, got.items()):
+    for name in growing:
+        one, whole = arena[name, 1], arena[name, 5]
+        for limit, batches in (((one + whole) // 2, True), (one // 2, False)):
+            with workspace_limit(limit), profile() as prof:
+                value = passes()[name]
+            event = next(e for e in prof.events if e.name == f"conv_{name}")
             assert event.algorithm.startswith("onednn:") == batches, (name, event.algorithm)
             assert event.algorithm.endswith("/batches") == batches, (name, event.algorithm)
             assert rel_err(value, refs[name]) <= TOL, (name, rel_err(value, refs[name]))

@@ -2,16 +2,16 @@
 
 ``conv_forward``, ``conv_input_grad``, ``conv_weight_grad`` and ``conv_bias_grad`` check
 their arguments (types, dtypes, the spec and the shape rule) and call the unchecked
-kernels of :mod:`.kernels`, where the arithmetic happens.  Dask arrays go to
-:mod:`.dask.kernels` (chunk by chunk, lazily), which checks them itself.
+kernels of :mod:`.kernels`, where the arithmetic happens.  Dask arrays go through
+:mod:`.route` to :mod:`.dask.kernels` (chunk by chunk, lazily), which checks them itself.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import kernels
-from .dask import is_dask_array
+from ..arraytypes import is_dask_array
+from . import kernels, route
 from .spec import ConvSpec, check_float_array, is_int
 
 __all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad"]
@@ -40,7 +40,7 @@ def _check_gy(gy: np.ndarray, y_shape: tuple, fn: str) -> None:
 def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec) -> np.ndarray:
     """``y = conv(x, w)`` per ``spec``; x (N, C_in, *L), w (C_out, C_in/G, *K), no bias."""
     if type(x) is not np.ndarray and is_dask_array(x):
-        return kernels.dask_kernels().conv_forward(x, w, spec)
+        return route.dask_kernels().conv_forward(x, w, spec)
     fn = "conv_forward"
     spec = _check_spec(spec, fn)
     x, w = check_float_array("x", x, fn), check_float_array("weight", w, fn)
@@ -50,7 +50,7 @@ def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec) -> np.ndarray:
 def conv_input_grad(gy: np.ndarray, w: np.ndarray, x_shape: tuple, spec: ConvSpec) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dx`` for an input of shape ``x_shape``."""
     if type(gy) is not np.ndarray and is_dask_array(gy):
-        return kernels.dask_kernels().conv_input_grad(gy, w, x_shape, spec)
+        return route.dask_kernels().conv_input_grad(gy, w, spec, x_shape)
     fn = "conv_input_grad"
     spec = _check_spec(spec, fn)
     gy, w = check_float_array("gy", gy, fn), check_float_array("weight", w, fn)
@@ -62,7 +62,7 @@ def conv_input_grad(gy: np.ndarray, w: np.ndarray, x_shape: tuple, spec: ConvSpe
 def conv_weight_grad(x: np.ndarray, gy: np.ndarray, w_shape: tuple, spec: ConvSpec) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dw`` for a weight of shape ``w_shape``."""
     if is_dask_array(x) or is_dask_array(gy):
-        return kernels.dask_kernels().conv_weight_grad(x, gy, w_shape, spec)
+        return route.dask_kernels().conv_weight_grad(x, gy, spec, w_shape)
     fn = "conv_weight_grad"
     spec = _check_spec(spec, fn)
     x, gy = check_float_array("x", x, fn), check_float_array("gy", gy, fn)
@@ -74,7 +74,7 @@ def conv_weight_grad(x: np.ndarray, gy: np.ndarray, w_shape: tuple, spec: ConvSp
 def conv_bias_grad(gy: np.ndarray) -> np.ndarray:
     """Sum of ``gy`` (N, C_out, *spatial) over the batch and spatial dims: shape (C_out,)."""
     if type(gy) is not np.ndarray and is_dask_array(gy):
-        return kernels.dask_kernels().conv_bias_grad(gy)
+        return route.dask_kernels().conv_bias_grad(gy)
     fn = "conv_bias_grad"
     gy = check_float_array("gy", gy, fn)
     if gy.ndim < 3:

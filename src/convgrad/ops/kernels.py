@@ -5,31 +5,20 @@ point (:func:`.dispatch.plan`) how to run and records one profiler event.  The p
 checked versions are in :mod:`.conv`; the autograd Functions call these directly, since
 the edge (:mod:`convgrad.functional.conv_args`) has already applied the shape rule once.
 The transpose rules that turn each pass into a convolution are in :mod:`.lowering`.
-Dask arrays go to :mod:`.dask.kernels`, which computes each chunk with these kernels.
+In-memory arrays only: :mod:`.route` sends dask arrays to :mod:`.dask.kernels`, which
+computes each chunk with these kernels.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .dask import is_dask_array
 from .dispatch import plan
 from .profiler import record
 from .reduction import total
 from .spec import ConvSpec
 
 __all__ = ["conv_bias_grad", "conv_forward", "conv_input_grad", "conv_weight_grad"]
-
-
-def dask_kernels():
-    """The kernels on dask arrays (dask is imported only when a dask array arrives)."""
-    from .dask import kernels
-
-    return kernels
-
-
-def _is_dask(a: object) -> bool:
-    return type(a) is not np.ndarray and is_dask_array(a)
 
 
 def _run(name: str, pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
@@ -56,32 +45,23 @@ def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec, y_shape: tuple,
                  bias: np.ndarray | None = None) -> np.ndarray:
     """``y = conv(x, w) + bias`` of shape ``y_shape`` (the shape rule's result); the bias
     is added inside the convolution when the backend can."""
-    if _is_dask(x):
-        y = dask_kernels().conv_forward(x, w, spec)
-        return y if bias is None else add_bias(y, bias)  # dask: a new array, never in place
     return _run("conv_forward", "forward", x, w, y_shape, spec, bias)
 
 
 def conv_input_grad(gy: np.ndarray, w: np.ndarray, spec: ConvSpec, x_shape: tuple
                     ) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dx`` for an input of shape ``x_shape``."""
-    if _is_dask(gy):
-        return dask_kernels().conv_input_grad(gy, w, x_shape, spec)
     return _run("conv_input_grad", "input_grad", gy, w, x_shape, spec)
 
 
 def conv_weight_grad(x: np.ndarray, gy: np.ndarray, spec: ConvSpec, w_shape: tuple
                      ) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dw`` for a weight of shape ``w_shape``."""
-    if _is_dask(x) or _is_dask(gy):
-        return dask_kernels().conv_weight_grad(x, gy, w_shape, spec)
     return _run("conv_weight_grad", "weight_grad", x, gy, w_shape, spec)
 
 
 def conv_bias_grad(gy: np.ndarray) -> np.ndarray:
     """Sum of ``gy`` (N, C_out, *spatial) over the batch and spatial dims: shape (C_out,)."""
-    if _is_dask(gy):
-        return dask_kernels().conv_bias_grad(gy)
     with record("conv_bias_grad", gy.shape, flops=gy.size) as rec:
         rec.algorithm = "reduce"
         return total(gy, axis=(0, *range(2, gy.ndim)))

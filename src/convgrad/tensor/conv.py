@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function
-from ..ops import kernels
+from ..ops import route
 from ..ops.spec import ConvSpec
 
 __all__ = ["AddBias", "BiasExpand", "Conv", "ConvBiasGrad", "ConvInputGrad", "ConvWeightGrad"]
@@ -42,7 +42,7 @@ class Conv(Function):
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
                 spec: ConvSpec, y_shape: tuple) -> np.ndarray:
         ctx.spec = spec
-        return kernels.conv_forward(x, w, spec, y_shape, b)
+        return route.conv_forward(x, w, spec, y_shape, b)
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:
@@ -64,7 +64,7 @@ class ConvInputGrad(Function):
     def forward(ctx: Context, gy: np.ndarray, w: np.ndarray, spec: ConvSpec,
                 x_shape: tuple) -> np.ndarray:
         ctx.spec = spec
-        return kernels.conv_input_grad(gy, w, spec, x_shape)
+        return route.conv_input_grad(gy, w, spec, x_shape)
 
     @staticmethod
     def backward(ctx: Context, h: Tensor) -> tuple:
@@ -86,7 +86,7 @@ class ConvWeightGrad(Function):
     def forward(ctx: Context, x: np.ndarray, gy: np.ndarray, spec: ConvSpec,
                 w_shape: tuple) -> np.ndarray:
         ctx.spec = spec
-        return kernels.conv_weight_grad(x, gy, spec, w_shape)
+        return route.conv_weight_grad(x, gy, spec, w_shape)
 
     @staticmethod
     def backward(ctx: Context, h: Tensor) -> tuple:
@@ -106,7 +106,7 @@ class ConvBiasGrad(Function):
     @staticmethod
     def forward(ctx: Context, gy: np.ndarray) -> np.ndarray:
         ctx.shape = gy.shape
-        return kernels.conv_bias_grad(gy)
+        return route.conv_bias_grad(gy)
 
     @staticmethod
     def backward(ctx: Context, h: Tensor) -> tuple:
@@ -135,7 +135,7 @@ class AddBias(Function):
 
     @staticmethod
     def forward(ctx: Context, y: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return kernels.add_bias(y.copy(), b)
+        return route.add_bias(y.copy(), b)
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:

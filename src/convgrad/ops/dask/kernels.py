@@ -39,10 +39,7 @@ from typing import Any
 import dask.array as da
 import numpy as np
 
-from ..conv import conv_bias_grad as _bias_grad
-from ..conv import conv_forward as _forward
-from ..conv import conv_input_grad as _input_grad
-from ..conv import conv_weight_grad as _weight_grad
+from .. import kernels as memory
 from ..spec import ConvSpec, check_float_array, is_int
 from . import is_dask_array
 from .halo import Axis, Plan, bounds, plan
@@ -186,7 +183,9 @@ def _forward_block(xb: np.ndarray, *, w: np.ndarray, spec: ConvSpec, axes: tuple
     if region is None:
         return np.zeros((xb.shape[0], w.shape[0], *shape), np.result_type(xb, w))
     crop, pads = region
-    return _forward(xb[(slice(None), slice(None), *crop)], w, replace(spec, padding=tuple(pads)))
+    block_spec = replace(spec, padding=tuple(pads))
+    xc = xb[(slice(None), slice(None), *crop)]
+    return memory.conv_forward(xc, w, block_spec, block_spec.output_shape(xc.shape, w.shape))
 
 
 def _input_block(gyb: np.ndarray, *, w: np.ndarray, spec: ConvSpec, c_in: int, axes: tuple,
@@ -196,8 +195,8 @@ def _input_block(gyb: np.ndarray, *, w: np.ndarray, spec: ConvSpec, c_in: int, a
     if region is None:
         return np.zeros(x_shape, np.result_type(gyb, w))
     crop, pads = region
-    return _input_grad(gyb[(slice(None), slice(None), *crop)], w, x_shape,
-                       replace(spec, padding=tuple(pads)))
+    return memory.conv_input_grad(gyb[(slice(None), slice(None), *crop)], w,
+                                  replace(spec, padding=tuple(pads)), x_shape)
 
 
 def _weight_block(xb: np.ndarray, gyb: np.ndarray, *, w_shape: tuple, spec: ConvSpec,
@@ -207,13 +206,13 @@ def _weight_block(xb: np.ndarray, gyb: np.ndarray, *, w_shape: tuple, spec: Conv
         gw = np.zeros(w_shape, np.result_type(xb, gyb))
     else:
         crop, pads = region
-        gw = _weight_grad(xb[(slice(None), slice(None), *crop)], gyb, w_shape,
-                          replace(spec, padding=tuple(pads)))
+        gw = memory.conv_weight_grad(xb[(slice(None), slice(None), *crop)], gyb,
+                                     replace(spec, padding=tuple(pads)), w_shape)
     return gw.reshape((1,) * (1 + spec.ndim) + w_shape)
 
 
 def _bias_chunk(g: np.ndarray, axis: tuple, keepdims: bool) -> np.ndarray:
-    return _bias_grad(g).reshape(1, -1, *(1,) * (g.ndim - 2))
+    return memory.conv_bias_grad(g).reshape(1, -1, *(1,) * (g.ndim - 2))
 
 
 # ---------------------------------------------------------------- the kernels
@@ -238,7 +237,7 @@ def conv_forward(x: Any, w: np.ndarray, spec: ConvSpec) -> Any:
                          token="conv_forward")
 
 
-def conv_input_grad(gy: Any, w: np.ndarray, x_shape: tuple, spec: ConvSpec) -> Any:
+def conv_input_grad(gy: Any, w: np.ndarray, spec: ConvSpec, x_shape: tuple) -> Any:
     """``d(sum(conv(x, w) * gy)) / dx`` for a dask ``gy``: a dask array of ``x_shape``.
 
     ``gx`` is chunked like ``gy`` mapped back (boundary ``c`` -> ``ceil((c*stride - lo +
@@ -268,7 +267,7 @@ def _lazy_partner(a: Any, name: str, chunks: tuple, fn: str) -> Any:
     return da.from_array(check_float_array(name, a, fn), chunks=chunks)
 
 
-def conv_weight_grad(x: Any, gy: Any, w_shape: tuple, spec: ConvSpec) -> Any:
+def conv_weight_grad(x: Any, gy: Any, spec: ConvSpec, w_shape: tuple) -> Any:
     """``d(sum(conv(x, w) * gy)) / dw`` for dask ``x``/``gy``: a dask array of ``w_shape``.
 
     ``gy`` must pair with ``x`` block for block: the same batch chunks and as many
