@@ -338,7 +338,8 @@ def _bn_net(nn):
 def _network(name: str):
     """(convgrad model, torch model with the same weights, x, loss of each)."""
     from convgrad.cli.bench import networks
-    from convgrad.cli.bench.workloads import make_inputs, select
+    from convgrad.cli.bench.inputs import make_inputs
+    from convgrad.cli.bench.workloads import select
     from convgrad.cli.demo.training import demo_loss
 
     if name == "BN":

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from convgrad.cli.bench import networks, peers, report, runner, workloads
+from convgrad.cli.bench import inputs, networks, peers, report, runner, workloads
 from convgrad.cli.bench.workloads import PASSES, TINY_ENV, WORKLOADS
 
 
@@ -99,7 +99,7 @@ def test_wrong_implementation_is_caught(monkeypatch, key):
     pytest.importorskip("torch")
     monkeypatch.setenv(TINY_ENV, "1")
     w = _workload("W2").shrunk(quick=True, tiny=True)
-    inp = workloads.make_inputs(w)
+    inp = inputs.make_inputs(w)
     r = runner.run_pass(w, "fwd+bwd", [_WrongConvgrad(key), peers.TorchImpl()], inp, runs=1)
     assert r.reference == "torch"
     assert r.agree is False and r.failed
@@ -234,7 +234,7 @@ def test_n2_is_the_demos_autoencoder_and_loss():
 
 
 def test_s1_inputs_are_complementary_images():
-    inp = workloads.make_inputs(_workload("S1").shrunk(False, True))
+    inp = inputs.make_inputs(_workload("S1").shrunk(False, True))
     assert inp.x.dtype == inp.y_target.dtype == np.float32
     assert 0 <= inp.y_target.min() and inp.y_target.max() < 1
     np.testing.assert_allclose(inp.x, 1 - inp.y_target, atol=1e-7)
@@ -258,7 +258,7 @@ def test_network_step_agrees_with_torch_both_layouts(wid):
     if wid == "N2":
         pytest.importorskip("pytorch_msssim")
     w = _workload(wid).shrunk(quick=True, tiny=True)
-    inp = workloads.make_inputs(w)
+    inp = inputs.make_inputs(w)
     r = runner.run_pass(w, "step", _torch_peers(), inp, runs=2)
     assert r.errors == {} and r.skipped == {}
     assert r.reference == "torch" and r.agree is True and not r.failed
@@ -285,7 +285,7 @@ def test_network_step_agrees_with_torch_both_layouts(wid):
 def test_network_step_starts_from_the_shared_weights_and_trains():
     torch = pytest.importorskip("torch")
     w = _workload("N1").shrunk(quick=True, tiny=True)
-    inp = workloads.make_inputs(w)
+    inp = inputs.make_inputs(w)
     # the torch twin with the shared weights computes the same logits' loss as convgrad
     run_t, to_numpy_t = networks.torch_step(w, inp, channels_last=True)
     run_c, to_numpy_c = networks.convgrad_step(w, inp)
@@ -340,7 +340,7 @@ class _WrongStep(peers.ConvgradImpl):
 def test_network_step_check_catches_a_wrong_result(key, factor, bad):
     pytest.importorskip("torch")
     w = _workload("N1").shrunk(quick=True, tiny=True)
-    inp = workloads.make_inputs(w)
+    inp = inputs.make_inputs(w)
     r = runner.run_pass(w, "step", [_WrongStep(key, factor), peers.TorchImpl()], inp, runs=1)
     assert r.agree is False and r.failed
     errs, tols = r.checks["torch"]["max_rel_err"], r.checks["torch"]["tolerance"]
@@ -353,7 +353,7 @@ def test_s1_agrees_with_pytorch_msssim():
     pytest.importorskip("torch")
     pytest.importorskip("pytorch_msssim")
     w = _workload("S1").shrunk(quick=True, tiny=True)
-    inp = workloads.make_inputs(w)
+    inp = inputs.make_inputs(w)
     for p in w.passes:
         r = runner.run_pass(w, p, [peers.ConvgradImpl(), peers.TorchImpl()], inp, runs=1)
         assert r.agree is True and r.errors == {}

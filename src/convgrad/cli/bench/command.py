@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["run_bench"]
@@ -35,6 +36,33 @@ def _progress(total: int) -> Any:
                 dynamic_ncols=True, leave=False)
 
 
+@dataclass
+class _Session:
+    """What the options asked for, with the implementations loaded (:func:`_load`)."""
+
+    quick: bool
+    tiny: bool
+    runs: int
+    warmup: int
+    selected: list
+    impls: list
+    peers: list[str]
+    versions: dict[str, str]
+    skipped_peers: dict[str, str]
+    notes: list[str]
+
+
+@dataclass
+class _Ran:
+    """What :func:`_run` measured."""
+
+    results: list = field(default_factory=list)
+    skipped_workloads: dict[str, str] = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    peak: Any = None
+    t_start: float = 0.0
+
+
 def run_bench(args: Any) -> int:
     """Run the suite as the ``convgrad bench`` options in ``args`` ask; returns the exit code.
 
@@ -42,18 +70,16 @@ def run_bench(args: Any) -> int:
     2: bad options.  ``torch`` in ``--against`` brings ``torch_cl`` (torch with
     channels_last tensors, for the network workloads) along; either may be named alone.
     """
+    session = _load(args)
+    if isinstance(session, int):
+        return session
+    return _report(args, session, _run(session))
+
+
+def _load(args: Any) -> _Session | int:
+    """Check the options and load convgrad and the peers (an exit code on bad options)."""
     from .peers import ConvgradImpl, make_impl
-    from .report import (
-        build_json,
-        format_environment,
-        format_peak,
-        format_table,
-        mismatch_lines,
-        write_json,
-        write_plot,
-    )
-    from .runner import collect_environment, matmul_peak, run_pass
-    from .workloads import THREADS, TINY_ENV, make_inputs, select, tiny_requested
+    from .workloads import THREADS, TINY_ENV, select, tiny_requested
 
     out = sys.stdout
     quick = bool(getattr(args, "quick", False))
@@ -103,31 +129,41 @@ def run_bench(args: Any) -> int:
                      "matmul - for testing the harness, not for numbers")
     for n in notes:
         print(f"note: {n}", file=out, flush=True)
+    return _Session(quick, tiny, runs, warmup, selected, impls, peers, versions,
+                    skipped_peers, notes)
 
-    results = []
-    skipped_workloads: dict[str, str] = {}
-    t_start = time.time()
+
+def _run(s: _Session) -> _Ran:
+    """Time every selected workload's passes, each implementation in turn."""
+    from .inputs import make_inputs
+    from .report import mismatch_lines
+    from .runner import collect_environment, matmul_peak, run_pass
+    from .workloads import THREADS
+
+    out = sys.stdout
+    ran = _Ran(t_start=time.time())
+    cg_impl = s.impls[0]
     with ExitStack() as stack:
-        for impl in impls:
+        for impl in s.impls:
             stack.enter_context(impl.threads(THREADS))
-        env = collect_environment(versions, impls)
-        peak = matmul_peak(512 if tiny else 2048, runs)
-        work = [w.shrunk(quick, tiny) for w in selected]
-        bar = _progress(sum(len(w.passes) for w in work) * runs)
+        ran.env = collect_environment(s.versions, s.impls)
+        ran.peak = matmul_peak(512 if s.tiny else 2048, s.runs)
+        work = [w.shrunk(s.quick, s.tiny) for w in s.selected]
+        bar = _progress(sum(len(w.passes) for w in work) * s.runs)
         try:
             for w in work:
                 reason = cg_impl.unsupported(w, w.passes[0])
                 if reason:
-                    skipped_workloads[w.id] = reason
+                    ran.skipped_workloads[w.id] = reason
                     bar.write(f"skipping {w.id}: {reason}", file=out)
-                    bar.update(len(w.passes) * runs)
+                    bar.update(len(w.passes) * s.runs)
                     continue
                 inp = make_inputs(w)
                 for p in w.passes:
                     bar.set_postfix_str(f"{w.id} {p}")
-                    r = run_pass(w, p, impls, inp, runs=runs, warmup=warmup,
+                    r = run_pass(w, p, s.impls, inp, runs=s.runs, warmup=s.warmup,
                                  tick=lambda: bar.update(1))
-                    results.append(r)
+                    ran.results.append(r)
                     fails, warns = mismatch_lines([r])
                     for m in fails:
                         bar.write(f"!!! MISMATCH {m}", file=out)
@@ -139,35 +175,52 @@ def run_bench(args: Any) -> int:
                 del inp
         finally:
             bar.close()
+    return ran
 
+
+def _report(args: Any, s: _Session, ran: _Ran) -> int:
+    """Print the tables, write the files asked for; the exit code of the agreement."""
+    from .report import (
+        build_json,
+        format_environment,
+        format_peak,
+        format_table,
+        mismatch_lines,
+        write_json,
+        write_plot,
+    )
+    from .workloads import THREADS
+
+    out, results, peers = sys.stdout, ran.results, s.peers
     print(file=out)
     print(format_table(results, peers), file=out)
     print(file=out)
-    print(format_peak(peak, results, peers), file=out)
-    print(format_environment(env), file=out)
-    for wid, reason in skipped_workloads.items():
+    print(format_peak(ran.peak, results, peers), file=out)
+    print(format_environment(ran.env), file=out)
+    for wid, reason in ran.skipped_workloads.items():
         print(f"skipped {wid}: {reason}", file=out)
-    for name, reason in skipped_peers.items():
+    for name, reason in s.skipped_peers.items():
         print(f"skipped peer {name}: {reason}", file=out)
-    for n in notes:
+    for n in s.notes:
         print(f"note: {n}", file=out)
 
     meta = {
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(t_start)),
-        "wall_s": time.time() - t_start,
-        "quick": quick, "tiny": tiny, "runs": runs, "warmup": warmup, "threads": THREADS,
-        "notes": notes,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(ran.t_start)),
+        "wall_s": time.time() - ran.t_start,
+        "quick": s.quick, "tiny": s.tiny, "runs": s.runs, "warmup": s.warmup,
+        "threads": THREADS,
+        "notes": s.notes,
         "implementations": ["convgrad", *peers],
-        "skipped_peers": skipped_peers,
-        "skipped_workloads": skipped_workloads,
-        "environment": env,
-        "matmul_peak": peak,
+        "skipped_peers": s.skipped_peers,
+        "skipped_workloads": ran.skipped_workloads,
+        "environment": ran.env,
+        "matmul_peak": ran.peak,
     }
     data = build_json(results, peers, meta)
     if getattr(args, "memory", False):  # `convgrad bench --memory`, if cli.py offers it
         from .memory import format_report, run_children
 
-        rows = run_children(["convgrad", *peers], "W1", "fwd+bwd", quick)
+        rows = run_children(["convgrad", *peers], "W1", "fwd+bwd", s.quick)
         print(file=out)
         print(format_report(rows, "W1", "fwd+bwd"), file=out)
         data["memory"] = {"workload": "W1", "pass": "fwd+bwd", "results": rows}
@@ -177,8 +230,8 @@ def run_bench(args: Any) -> int:
     if getattr(args, "plot", None):
         try:
             write_plot(results, peers, args.plot,
-                       title=f"convgrad {versions['convgrad']}, {THREADS} threads, median of "
-                             f"{runs}{' (quick)' if quick else ''}")
+                       title=f"convgrad {s.versions['convgrad']}, {THREADS} threads, median "
+                             f"of {s.runs}{' (quick)' if s.quick else ''}")
             print(f"wrote {args.plot}", file=out)
         except ImportError as e:
             print(f"cannot write the chart: {e} (pip install matplotlib)", file=out)

@@ -90,8 +90,9 @@ def _peak_above(fn: Callable[[], object]) -> tuple[int, str, object]:
 
 def measure(impl_name: str, workload_id: str, pass_: str, quick: bool) -> dict:
     """In this process: peak memory of one pass of one implementation (run in a child)."""
+    from .inputs import make_inputs
     from .peers import make_impl, result_keys
-    from .workloads import THREADS, make_inputs, select, tiny_requested
+    from .workloads import THREADS, select, tiny_requested
 
     w = select(workload_id)[0].shrunk(quick, tiny_requested())
     impl = make_impl(impl_name, THREADS)

@@ -38,7 +38,7 @@ import numpy as np
 
 from ... import nn
 from ...tensor import Tensor
-from .runner import max_rel_error
+from .errors import max_rel_error, rel_l2_error
 from .workloads import Inputs, Workload
 
 __all__ = ["Classifier", "GRAD_TOLERANCE", "initial_params", "param_names", "result_keys",
@@ -213,19 +213,6 @@ def torch_step(w: Workload, inp: Inputs, channels_last: bool) -> tuple[Any, Any]
 
 
 # ----------------------------------------------------------------------------- agreement
-
-
-def rel_l2_error(ours: np.ndarray, ref: np.ndarray) -> float:
-    """||ours - ref||_2 / ||ref||_2; inf on a shape mismatch or NaN/inf."""
-    a = np.asarray(ours, dtype=np.float64)
-    b = np.asarray(ref, dtype=np.float64)
-    if a.shape != b.shape or not np.all(np.isfinite(a)) or not np.all(np.isfinite(b)):
-        return math.inf
-    scale = float(np.linalg.norm(b.ravel()))
-    diff = float(np.linalg.norm((a - b).ravel()))
-    if scale == 0.0:
-        return 0.0 if diff == 0.0 else math.inf
-    return diff / scale
 
 
 def torch_adam_step(w: Workload, params: dict[str, np.ndarray],

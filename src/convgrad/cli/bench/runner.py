@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .errors import max_rel_error
 from .peers import Impl, Prepared
 from .workloads import Inputs, Workload
 
@@ -40,21 +41,6 @@ KERNEL_SHORT = {"conv_forward": "fwd", "conv_input_grad": "dx", "conv_weight_gra
 
 
 # ----------------------------------------------------------------------------- agreement
-
-
-def max_rel_error(ours: np.ndarray, ref: np.ndarray) -> float:
-    """max|ours - ref| / max|ref| (relative max-norm); inf on a shape mismatch or NaN/inf."""
-    a = np.asarray(ours, dtype=np.float64)
-    b = np.asarray(ref, dtype=np.float64)
-    if a.shape != b.shape or not np.all(np.isfinite(a)) or not np.all(np.isfinite(b)):
-        return math.inf
-    if a.size == 0:
-        return 0.0
-    scale = float(np.max(np.abs(b)))
-    diff = float(np.max(np.abs(a - b)))
-    if scale == 0.0:
-        return 0.0 if diff == 0.0 else math.inf
-    return diff / scale
 
 
 def check_agreement(ours: dict, ref: dict,

@@ -1,4 +1,4 @@
-"""The benchmark workloads as data, and their inputs.
+"""The benchmark workloads as data (their inputs are made by :mod:`.inputs`).
 
 Three kinds: single convolutions (W1-W8; ``op`` a ``convgrad.functional`` name),
 image-metric losses (MS, S1; ``op`` ``ms_ssim`` or ``ssim``, the loss ``1 - op(X, Y)``)
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 __all__ = ["PASSES", "MS_PASSES", "STEP_PASSES", "METRIC_OPS", "NETWORK_OPS", "WORKLOADS",
-           "Workload", "Inputs", "make_inputs", "select", "tiny_requested", "TINY_ENV"]
+           "Workload", "Inputs", "select", "tiny_requested", "TINY_ENV"]
 
 #: forward; forward + every gradient; input gradient only (weight frozen);
 #: weight and bias gradients only (input not requiring grad)
@@ -227,40 +227,3 @@ class Inputs:
     def nbytes(self) -> int:
         arrays = [self.x, self.w, self.b, self.gy, self.y_target, *(self.params or {}).values()]
         return sum(a.nbytes for a in arrays if a is not None)
-
-
-def make_inputs(w: Workload, seed: int = 0) -> Inputs:
-    """Deterministic inputs: normal data, weights scaled like PyTorch's default init.
-
-    S1: Y uniform in [0, 1), X = 1 - Y.  N1: normal images, uniform labels, the
-    classifier's initial weights; N2: uniform clean images, ``x`` = clean + Gaussian
-    noise (the demo's sigma), the autoencoder's initial weights.
-    """
-    rng = np.random.default_rng(seed)
-    f32 = np.float32
-    if w.is_network:
-        from .networks import initial_params
-
-        x = rng.standard_normal(w.x_shape, dtype=f32)
-        if w.op == "train_classifier":
-            target = rng.integers(0, w.kwargs["classes"], w.x_shape[0]).astype(np.int64)
-        else:
-            target = rng.random(w.x_shape, dtype=f32)
-            x = target + f32(w.kwargs["noise_sigma"]) * x
-        return Inputs(x=x, y_target=target, params=initial_params(w, rng))
-    if w.op == "ssim":
-        y = rng.random(w.x_shape, dtype=f32)
-        return Inputs(x=(1 - y).astype(f32), y_target=y)
-    if w.op == "ms_ssim":
-        x = rng.random(w.x_shape, dtype=f32)
-        # Y: X plus noise, clipped to [0, 1], so the two images are similar but not equal
-        y = np.clip(x + f32(0.1) * rng.standard_normal(w.x_shape, dtype=f32), 0, 1).astype(f32)
-        return Inputs(x=x, y_target=y)
-    fan_in = math.prod(w.w_shape[1:]) if not w.is_transpose else w.w_shape[0] * math.prod(
-        w.w_shape[2:])
-    bound = f32(1.0 / math.sqrt(fan_in))
-    x = rng.standard_normal(w.x_shape, dtype=f32)
-    wt = rng.uniform(-bound, bound, w.w_shape).astype(f32)
-    b = rng.uniform(-bound, bound, (w.c_out,)).astype(f32)
-    gy = rng.standard_normal(w.y_shape(), dtype=f32)
-    return Inputs(x=x, w=wt, b=b, gy=gy)
