@@ -5,8 +5,9 @@ The three passes of a convolution ``y = conv(x, w)`` per a :class:`~convgrad.ops
 * ``"forward"``: (x, w) -> y, the bias added in the same primitive;
 * ``"input_grad"``: (gy, w) -> gx, oneDNN's backward-data (a transposed convolution
   is the input gradient of the convolution it transposes);
-* ``"weight_grad"``: (x, gy) -> gw, oneDNN's backward-weights, with the bias gradient
-  from the same primitive.
+* ``"weight_grad"``: (x, gy) -> gw, oneDNN's backward-weights.  The bias gradient is
+  not fused into it: it is a sum, and every sum goes through the accurate reduction
+  (:mod:`convgrad.ops.reduction`).
 
 :func:`plan` returns a cached :class:`Plan` whose ``run(lhs, rhs, out)`` computes
 the pass, or ``None`` when oneDNN is unavailable or the pass is outside what it
@@ -33,7 +34,7 @@ from ._plan import Plan, arena_bytes, build, release_arena
 from ._plan import is_channels_last as _dense_channels_last
 
 __all__ = ["OVER_WORKSPACE", "PASSES", "Plan", "available", "cache_info", "clear_cache",
-           "empty", "is_channels_last", "plan", "plan_for", "reason", "reason_for", "run",
+           "empty", "is_channels_last", "plan", "plan_for", "reason", "reason_for",
            "unavailable_reason"]
 
 CACHE_CAPACITY = 128
@@ -154,8 +155,9 @@ def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple
         return f"oneDNN unavailable: {_library.failure()}"
     if np.dtype(dtype) != np.float32:
         return f"dtype {np.dtype(dtype)}: oneDNN convolves float32 only on CPU"
-    if bias and pass_name == "input_grad":
-        raise ValueError(f"{_FN}: bias=True is meaningless for pass 'input_grad'")
+    if bias and pass_name != "forward":
+        raise ValueError(f"{_FN}: bias=True is for pass 'forward' only (the bias is added "
+                         f"there), got pass {pass_name!r}")
     shapes = (tuple(lhs_shape), tuple(rhs_shape), tuple(out_shape))
     strides = _check_strides(strides)
     threads, limit = num_threads(), get_workspace_limit()
@@ -184,9 +186,8 @@ def plan(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
     ``pass_name`` is ``"forward"`` (lhs x, rhs w, out y), ``"input_grad"`` (gy, w ->
     gx) or ``"weight_grad"`` (x, gy -> gw); shapes in convgrad's layout, x (N, C_in, *L),
     w (C_out, C_in/groups, *K), y per ``spec``.  ``strides``: the numpy (byte) strides of
-    (lhs, rhs, out), ``None`` for C-contiguous.  ``bias``: the forward adds a bias / the
-    weight gradient also writes the bias gradient.  Shapes that disagree with ``spec``
-    raise ValueError.
+    (lhs, rhs, out), ``None`` for C-contiguous.  ``bias``: the forward adds a bias.
+    Shapes that disagree with ``spec`` raise ValueError.
     """
     entry = _lookup(pass_name, lhs_shape, rhs_shape, out_shape, spec, dtype, strides, bias)
     return entry if isinstance(entry, Plan) else None
@@ -224,15 +225,3 @@ def reason_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray
     it begins with :data:`OVER_WORKSPACE` when only the workspace limit is in the way."""
     entry = _lookup_for(pass_name, lhs, rhs, out, spec, bias, checked)
     return None if isinstance(entry, Plan) else entry
-
-
-def run(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray, spec: ConvSpec,
-        bias: np.ndarray | None = None, bias_grad_out: np.ndarray | None = None) -> Plan | None:
-    """Compute the pass into ``out`` with oneDNN if it can; returns the plan used, or
-    ``None`` (nothing written) if it cannot."""
-    p = plan_for(pass_name, lhs, rhs, out, spec,
-                 bias=(bias if pass_name == "forward" else bias_grad_out) is not None)
-    if p is None:
-        return None
-    p.run(lhs, rhs, out, bias=bias, bias_grad_out=bias_grad_out)
-    return p

@@ -180,7 +180,6 @@ class Plan:
             (key, sh, st, tuple(ITEMSIZE * v for v in elem_strides(sh, None)))
             for key, sh, st in zip(("lhs", "rhs", "out"), shapes, byte_strides))
         self.name, self.flops, self.workspace_bytes, self.reorders = "", 0, 0, ()
-        self.bias_key = "bias" if self.pass_name == "forward" else "bias_grad"
         self._operands: list[_Operand] = []
         self._main = None             # (primitive, scratchpad descriptor, scratchpad bytes)
 
@@ -304,7 +303,7 @@ class Plan:
             op.buffer_bytes = int(size(op.prim_md))
         self._operands = [x, w, y]
         if self.bias:
-            b = _Operand(L.ARG_BIAS if fwd else L.ARG_DIFF_BIAS, self.bias_key, not fwd)
+            b = _Operand(L.ARG_BIAS, "bias", False)
             b.user_md = b.prim_md = b_md
             self._operands.append(b)
         self.reorders = tuple(op.key for op in self._operands if op.reorder)
@@ -357,17 +356,16 @@ class Plan:
             return impl_of(create(f"dnnl_{kind}_backward_data_primitive_desc_create", alg,
                                   x_md, w_md, y_md, *params, hint, attr))
         return impl_of(create(f"dnnl_{kind}_backward_weights_primitive_desc_create", alg,
-                              x_md, w_md, b_md, y_md, *params, hint, attr))
+                              x_md, w_md, None, y_md, *params, hint, attr))  # no diff_bias
 
     # -- running -----------------------------------------------------------------
     def run(self, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
-            bias: np.ndarray | None = None, bias_grad_out: np.ndarray | None = None
-            ) -> np.ndarray:
-        """Compute the pass into ``out`` (and ``bias_grad_out``); returns ``out``.
+            bias: np.ndarray | None = None) -> np.ndarray:
+        """Compute the pass into ``out``; returns ``out``.
 
-        The arrays must be float32 with the shapes and strides of the plan; ``bias``
-        (forward) or ``bias_grad_out`` (weight_grad), of shape (C_out,), exactly when
-        the plan was made with ``bias=True``.  Raises ValueError otherwise.
+        The arrays must be float32 with the shapes and strides of the plan; ``bias``, of
+        shape (C_out,), exactly when the (forward) plan was made with ``bias=True``.
+        Raises ValueError otherwise.
         """
         arrays = {"lhs": lhs, "rhs": rhs, "out": out}
         ptrs = {}
@@ -383,26 +381,19 @@ class Plan:
                     f"{getattr(a, 'strides', '')}")
         if not out.flags.writeable:
             raise ValueError(f"onednn plan {self.pass_name}: out is read-only")
-        given = bias if self.pass_name == "forward" else bias_grad_out
-        other = bias_grad_out if self.pass_name == "forward" else bias
-        copy_back = None
-        if other is not None or (given is not None) != self.bias:
+        if (bias is not None) != self.bias:
             raise ValueError(f"onednn plan {self.pass_name}: made with bias={self.bias}; got "
-                             f"bias={type(bias).__name__}, "
-                             f"bias_grad_out={type(bias_grad_out).__name__}")
+                             f"bias={type(bias).__name__}")
         if self.bias:
             n = self.geometry.y_shape[1]
-            if not isinstance(given, np.ndarray) or given.shape != (n,):
-                raise ValueError(f"onednn plan {self.pass_name}: {self.bias_key} must be an "
-                                 f"array of shape ({n},), got "
-                                 f"{getattr(given, 'shape', type(given).__name__)}")
-            if given.dtype is not F32 or not given.flags.c_contiguous:
-                if self.pass_name == "forward":
-                    given = np.ascontiguousarray(given, dtype=np.float32)
-                else:
-                    copy_back, given = given, np.empty(n, dtype=np.float32)
-            arrays[self.bias_key] = given
-            ptrs[self.bias_key] = given.ctypes.data
+            if not isinstance(bias, np.ndarray) or bias.shape != (n,):
+                raise ValueError(f"onednn plan {self.pass_name}: bias must be an array of "
+                                 f"shape ({n},), got "
+                                 f"{getattr(bias, 'shape', type(bias).__name__)}")
+            if bias.dtype is not F32 or not bias.flags.c_contiguous:
+                bias = np.ascontiguousarray(bias, dtype=np.float32)
+            arrays["bias"] = bias
+            ptrs["bias"] = bias.ctypes.data
         with self._lock:
             ctx = self._idle.pop() if self._idle else None
         if ctx is None:
@@ -417,8 +408,6 @@ class Plan:
                     ctx = None
             if ctx is not None:
                 ctx.close()
-        if copy_back is not None:
-            copy_back[...] = arrays[self.bias_key]
         return out
 
     def close(self) -> None:
