@@ -16,7 +16,7 @@ import pytest
 
 import convgrad as cg
 import convgrad.functional as F
-from convgrad.ops import dispatch, onednn_available
+from convgrad.ops import dispatch, layouts, onednn_available
 
 torch = pytest.importorskip("torch")
 needs_onednn = pytest.mark.skipif(not onednn_available(), reason="oneDNN is not available here")
@@ -105,9 +105,8 @@ def test_activations_stay_channels_last_through_a_network():
 
 
 def onednn_is_cl(a: np.ndarray) -> bool:
-    from convgrad.ops import onednn
 
-    return onednn.is_channels_last(a)
+    return layouts.is_channels_last(a)
 
 
 @pytest.mark.parametrize("env", [{"CONVGRAD_ONEDNN": "0"},

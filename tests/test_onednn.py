@@ -19,6 +19,7 @@ from convgrad.ops import (
     conv_forward,
     conv_input_grad,
     conv_weight_grad,
+    layouts,
     onednn,
     onednn_available,
 )
@@ -527,9 +528,9 @@ def test_torch_imported_before_or_after(torch_first):
 
 @needs_onednn
 def test_layout_helpers():
-    a = onednn.empty((2, 3, 4, 5), channels_last=True)
-    assert a.shape == (2, 3, 4, 5) and onednn.is_channels_last(a)
+    a = layouts.empty((2, 3, 4, 5), channels_last=True)
+    assert a.shape == (2, 3, 4, 5) and layouts.is_channels_last(a)
     assert a.transpose(0, 2, 3, 1).flags.c_contiguous
-    assert not onednn.is_channels_last(onednn.empty((2, 3, 4, 5)))
-    assert not onednn.is_channels_last(np.empty((2, 1, 4, 5)))  # one channel: both layouts
-    assert onednn.is_channels_last(onednn.empty((2, 3, 7), channels_last=True))
+    assert not layouts.is_channels_last(layouts.empty((2, 3, 4, 5)))
+    assert not layouts.is_channels_last(np.empty((2, 1, 4, 5)))  # one channel: both layouts
+    assert layouts.is_channels_last(layouts.empty((2, 3, 7), channels_last=True))

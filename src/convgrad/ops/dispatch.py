@@ -32,7 +32,7 @@ from math import prod
 
 import numpy as np
 
-from . import direct, onednn
+from . import direct, layouts, onednn
 from .im2col import im2col_conv
 from .lowering import Lowered, lower
 from .parallel import num_threads
@@ -274,7 +274,7 @@ def output_channels_last(pass_: str, lhs: np.ndarray, out_shape: tuple) -> bool:
     """
     if pass_ == "weight_grad" or len(out_shape) not in (4, 5) or out_shape[1] < 2:
         return False
-    if onednn.is_channels_last(lhs):
+    if layouts.is_channels_last(lhs):
         return True
     return pass_ == "forward" and lhs.shape[1] < CHANNELS_LAST_FROM_FEW_CHANNELS
 
@@ -283,7 +283,7 @@ def _dense(a: np.ndarray) -> np.ndarray | None:
     """``a`` as oneDNN reads it (C-contiguous or channels-last); other strides (a
     broadcast gradient, a strided view) are copied once if the copy fits the workspace,
     which costs less than the NumPy engine would; None if it does not fit."""
-    if a.flags.c_contiguous or onednn.is_channels_last(a):
+    if a.flags.c_contiguous or layouts.is_channels_last(a):
         return a
     if a.nbytes > get_workspace_limit():
         return None
@@ -318,7 +318,7 @@ def _onednn_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
     lhs, rhs = _dense(lhs), _dense(rhs)
     if lhs is None or rhs is None:
         return None
-    out = onednn.empty(out_shape, output_channels_last(pass_, lhs, out_shape))
+    out = layouts.empty(out_shape, output_channels_last(pass_, lhs, out_shape))
     backend = onednn.plan_for(pass_, lhs, rhs, out, spec, bias=bias is not None, checked=False)
     if backend is None and bias is not None:  # perhaps without the fused bias
         bias = None

@@ -31,11 +31,9 @@ from ..workspace import get_workspace_limit
 from . import _library
 from ._geometry import PASSES, Unsupported, geometry
 from ._plan import Plan, arena_bytes, build, release_arena
-from ._plan import is_channels_last as _dense_channels_last
 
 __all__ = ["OVER_WORKSPACE", "PASSES", "Plan", "available", "cache_info", "clear_cache",
-           "empty", "is_channels_last", "plan", "plan_for", "reason", "reason_for",
-           "unavailable_reason"]
+           "plan", "plan_for", "reason", "reason_for", "unavailable_reason"]
 
 CACHE_CAPACITY = 128
 OVER_WORKSPACE = "workspace"  # how the reason of a plan over the workspace limit begins
@@ -118,22 +116,6 @@ def clear_cache() -> None:
     """Drop every cached plan and this thread's arena."""
     _cache.clear()
     release_arena()
-
-
-def is_channels_last(a: np.ndarray) -> bool:
-    """Whether ``a`` (N, C, *spatial) is laid out densely as (N, *spatial, C) with C > 1."""
-    if a.ndim < 3 or any(s % a.itemsize for s in a.strides):
-        return False
-    return _dense_channels_last(a.shape, tuple(s // a.itemsize for s in a.strides))
-
-
-def empty(shape: tuple, channels_last: bool = False, dtype=np.float32) -> np.ndarray:
-    """An uninitialised (N, C, *spatial) array, channels-last in memory if asked."""
-    shape = tuple(shape)
-    if not channels_last or len(shape) < 3:
-        return np.empty(shape, dtype=dtype)
-    perm = (0, *range(2, len(shape)), 1)
-    return np.empty(tuple(shape[d] for d in perm), dtype=dtype).transpose(np.argsort(perm))
 
 
 def _check_strides(strides) -> tuple:

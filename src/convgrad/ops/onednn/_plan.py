@@ -25,13 +25,13 @@ from math import prod
 
 import numpy as np
 
+from ..layouts import channels_last_strides, dense_channels_last
 from ..parallel import single_threaded_blas
 from ..workspace import get_workspace_limit
 from . import _library as L
 from ._geometry import Geometry, Unsupported
 
-__all__ = ["Plan", "build", "channels_last_strides", "elem_strides", "hand_over",
-           "is_channels_last"]
+__all__ = ["Plan", "build", "elem_strides", "hand_over"]
 
 ALIGNMENT = 64
 ITEMSIZE = 4
@@ -66,7 +66,7 @@ def hand_over(geo: Geometry, layout: str) -> bool:
 
 def _layout(shape: tuple, strides: tuple) -> str:
     """"channels_last", "nchw" (dense, C-contiguous) or "strided" (anything else)."""
-    if is_channels_last(shape, strides):
+    if dense_channels_last(shape, strides):
         return "channels_last"
     if strides == elem_strides(shape, None) or all(
             n == 1 or s == d for n, s, d in zip(shape, strides, elem_strides(shape, None))):
@@ -93,28 +93,6 @@ def elem_strides(shape: tuple, strides: tuple | None, itemsize: int = ITEMSIZE
         out.append(s // itemsize)
     span = 1 + sum((n - 1) * s for n, s in zip(shape, out) if n > 1)
     return tuple(s if n > 1 else span for n, s in zip(shape, out))
-
-
-def is_channels_last(shape: tuple, strides: tuple) -> bool:
-    """Dense (N, *spatial, C) memory in element ``strides``, with C > 1."""
-    if len(shape) < 3 or shape[1] < 2:
-        return False
-    acc = 1
-    for d in (1, *range(len(shape) - 1, 1, -1), 0):  # innermost first
-        if shape[d] > 1 and strides[d] != acc:
-            return False
-        acc *= shape[d]
-    return True
-
-
-def channels_last_strides(shape: tuple) -> tuple[int, ...]:
-    """Element strides of a dense channels-last array of ``shape``."""
-    out = [0] * len(shape)
-    acc = 1
-    for d in (1, *range(len(shape) - 1, 1, -1), 0):
-        out[d] = acc
-        acc *= shape[d]
-    return tuple(out)
 
 
 def _normalized(shape: tuple, strides: tuple) -> tuple[int, ...]:

@@ -1,0 +1,59 @@
+"""Memory layouts: the one module that says how an activation lies in memory.
+
+A Tensor's logical layout is always channels first, (N, C, *spatial); its memory may be
+C-contiguous or channels-last (dense (N, *spatial, C)), which oneDNN runs fastest and
+which NumPy's elementwise operations keep.  Every kernel family asks here: the
+predicates on an array or on element strides, the strides of a layout, and allocation
+in a layout.  Which layout a pass writes is the dispatch point's decision
+(:func:`convgrad.ops.dispatch.output_channels_last`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["channels_last_strides", "dense_channels_last", "empty", "is_channels_last"]
+
+
+def _innermost_first(ndim: int) -> tuple[int, ...]:
+    """The dims of a channels-last array from the innermost: C, the spatial dims
+    backwards, N."""
+    return (1, *range(ndim - 1, 1, -1), 0)
+
+
+def dense_channels_last(shape: tuple, strides: tuple) -> bool:
+    """Dense (N, *spatial, C) memory in element ``strides``, with C > 1."""
+    if len(shape) < 3 or shape[1] < 2:
+        return False
+    acc = 1
+    for d in _innermost_first(len(shape)):
+        if shape[d] > 1 and strides[d] != acc:
+            return False
+        acc *= shape[d]
+    return True
+
+
+def is_channels_last(a: np.ndarray) -> bool:
+    """Whether ``a`` (N, C, *spatial) is laid out densely as (N, *spatial, C) with C > 1."""
+    if a.ndim < 3 or any(s % a.itemsize for s in a.strides):
+        return False
+    return dense_channels_last(a.shape, tuple(s // a.itemsize for s in a.strides))
+
+
+def channels_last_strides(shape: tuple) -> tuple[int, ...]:
+    """Element strides of a dense channels-last array of ``shape``."""
+    out = [0] * len(shape)
+    acc = 1
+    for d in _innermost_first(len(shape)):
+        out[d] = acc
+        acc *= shape[d]
+    return tuple(out)
+
+
+def empty(shape: tuple, channels_last: bool = False, dtype=np.float32) -> np.ndarray:
+    """An uninitialised (N, C, *spatial) array, channels-last in memory if asked."""
+    shape = tuple(shape)
+    if not channels_last or len(shape) < 3:
+        return np.empty(shape, dtype=dtype)
+    perm = (0, *range(2, len(shape)), 1)
+    return np.empty(tuple(shape[d] for d in perm), dtype=dtype).transpose(np.argsort(perm))
