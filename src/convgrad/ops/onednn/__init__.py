@@ -30,7 +30,8 @@ from ..spec import ConvSpec
 from ..workspace import get_workspace_limit
 from . import _library
 from ._geometry import PASSES, Unsupported, geometry
-from ._plan import Plan, arena_bytes, build, release_arena
+from ._plan import Plan, build
+from ._runtime import arena_bytes, release_arena
 
 __all__ = ["OVER_WORKSPACE", "PASSES", "Plan", "available", "cache_info", "clear_cache",
            "plan", "plan_for", "reason", "reason_for", "unavailable_reason"]

@@ -1,13 +1,9 @@
 """One pass of one convolution as oneDNN primitives, built once and run many times.
 
-A :class:`Plan` owns oneDNN's primitive (forward, backward-data or backward-weights
-of a convolution or deconvolution, see :mod:`._geometry`) and the reorders between
-the caller's arrays and the layouts oneDNN chose.  What one run needs besides the
-caller's arrays (reordered tensors, a flipped weight, the scratchpad) lives in a
-per-thread arena that grows to the largest plan the thread ran (each plan is held
-to the workspace limit), so concurrent runs never share a buffer and idle plans
-hold no memory.  Memory objects and argument lists are kept in contexts, one per
-thread running the plan at a time (one idle context is kept).
+A :class:`Plan` describes oneDNN's primitive (forward, backward-data or
+backward-weights of a convolution or deconvolution, see :mod:`._geometry`) and the
+reorders between the caller's arrays and the layouts oneDNN chose; running it (the
+per-thread arena, contexts, steps) is :mod:`._runtime`'s, shared by every family.
 
 Layout: a dense activation is handed to oneDNN as it is where that measured faster
 (:func:`hand_over`: most channels-last passes, NCHW 1x1 convolutions); any other
@@ -19,23 +15,16 @@ arrays' strides are part of the plan.
 from __future__ import annotations
 
 import ctypes
-import itertools
-import threading
 from math import prod
 
 import numpy as np
 
 from ..layouts import channels_last_strides, dense_channels_last
-from ..parallel import single_threaded_blas
-from ..workspace import get_workspace_limit
 from . import _library as L
 from ._geometry import Geometry, Unsupported
+from ._runtime import F32, ITEMSIZE, Execution, Operand, build_with_threads, dims
 
 __all__ = ["Plan", "build", "elem_strides", "hand_over"]
-
-ALIGNMENT = 64
-ITEMSIZE = 4
-F32 = np.dtype(np.float32)
 
 
 def hand_over(geo: Geometry, layout: str) -> bool:
@@ -106,35 +95,7 @@ def _normalized(shape: tuple, strides: tuple) -> tuple[int, ...]:
     return tuple(d if n == 1 else s for n, s, d in zip(shape, strides, dense))
 
 
-def _dims(values: tuple) -> L.Dims:
-    d = L.Dims()
-    for i, v in enumerate(values):
-        d[i] = v
-    return d
-
-
-def _round(n: int) -> int:
-    return -(-n // ALIGNMENT) * ALIGNMENT
-
-
-class _Operand:
-    """One argument of the main primitive and how it meets the caller's array."""
-
-    def __init__(self, arg: int, key: str, output: bool) -> None:
-        self.arg, self.key, self.output = arg, key, output
-        self.user_md = None          # the caller's array (its crop), or the staging copy
-        self.offset = 0              # bytes from the array's data pointer to the crop
-        self.flip_nd = 0             # > 0: a contiguous staging copy reversed in nd dims
-        self.staging_at = 0          # its arena offset
-        self.prim_md = None          # what the primitive reads or writes
-        self.inner_md = None         # the reorder's side in the primitive's buffer
-        self.reorder = None          # (primitive, scratchpad descriptor, scratchpad bytes)
-        self.buffer_at = 0           # arena offset of the primitive's buffer
-        self.buffer_bytes = 0        # its size (0: the primitive uses the caller's array)
-        self.zero = False            # the buffer holds explicit zero padding
-
-
-class Plan:
+class Plan(Execution):
     """A cached oneDNN execution of one convolution pass (see the module docstring).
 
     Attributes: ``name`` (``"onednn:"`` and oneDNN's implementation, e.g.
@@ -146,10 +107,8 @@ class Plan:
 
     def __init__(self, lib: L.Library, geo: Geometry, shapes: tuple, byte_strides: tuple,
                  bias: bool, threads: int) -> None:
-        self._owned: list[tuple[str, ctypes.c_void_p]] = []
-        self._idle: list[_Context] = []
-        self._lock = threading.Lock()
-        self.lib, self.geometry, self.threads = lib, geo, threads
+        super().__init__(lib, threads)
+        self.geometry = geo
         self.pass_name = geo.pass_name
         self.shapes, self.byte_strides, self.bias = shapes, byte_strides, bias
         self.strides = tuple(_normalized(sh, elem_strides(sh, st))
@@ -157,51 +116,19 @@ class Plan:
         self._expect = tuple(  # what run() checks: key, shape, strides, C-contiguous strides
             (key, sh, st, tuple(ITEMSIZE * v for v in elem_strides(sh, None)))
             for key, sh, st in zip(("lhs", "rhs", "out"), shapes, byte_strides))
-        self.name, self.flops, self.workspace_bytes, self.reorders = "", 0, 0, ()
-        self._operands: list[_Operand] = []
-        self._main = None             # (primitive, scratchpad descriptor, scratchpad bytes)
+        self.name, self.flops, self.reorders = "", 0, ()
 
     # -- building ----------------------------------------------------------------
-    def _own(self, kind: str, handle: ctypes.c_void_p) -> ctypes.c_void_p:
-        self._owned.append((kind, handle))
-        return handle
-
-    def _md(self, dims: tuple, strides: tuple | None = None, tag: int | None = None):
-        md = ctypes.c_void_p()
-        if strides is None:
-            self.lib.call("dnnl_memory_desc_create_with_tag", ctypes.byref(md), len(dims),
-                          _dims(dims), L.F32, tag)
-        else:
-            self.lib.call("dnnl_memory_desc_create_with_strides", ctypes.byref(md), len(dims),
-                          _dims(dims), L.F32, _dims(strides))
-        return self._own("dnnl_memory_desc_destroy", md)
-
-    def _attr(self) -> ctypes.c_void_p:
-        attr = ctypes.c_void_p()
-        self.lib.call("dnnl_primitive_attr_create", ctypes.byref(attr))
-        self._own("dnnl_primitive_attr_destroy", attr)
-        self.lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, L.SCRATCHPAD_USER)
-        return attr
-
-    def _primitive(self, pd: ctypes.c_void_p) -> tuple:
-        """The primitive of ``pd``, its scratchpad descriptor and the scratchpad's bytes."""
-        prim = ctypes.c_void_p()
-        self.lib.call("dnnl_primitive_create", ctypes.byref(prim), pd)
-        self._own("dnnl_primitive_destroy", prim)
-        scratch = self.lib.raw("dnnl_primitive_desc_query_md")(pd, L.QUERY_SCRATCHPAD_MD, 0)
-        size = self.lib.raw("dnnl_memory_desc_get_size")(scratch) if scratch else 0
-        return prim, scratch, int(size)
-
     def build(self) -> None:
         geo, lib, name = self.geometry, self.lib, self.pass_name
         key_of = dict(zip(geo.roles, ("lhs", "rhs", "out")))
         strides = dict(zip(("lhs", "rhs", "out"), self.strides))
         fwd, bwd_data, bwd_weights = (name == p for p in ("forward", "input_grad",
                                                           "weight_grad"))
-        x = _Operand(L.ARG_DIFF_SRC if bwd_data else L.ARG_SRC, key_of["x"], bwd_data)
-        w = _Operand(L.ARG_DIFF_WEIGHTS if bwd_weights else L.ARG_WEIGHTS, key_of["w"],
+        x = Operand(L.ARG_DIFF_SRC if bwd_data else L.ARG_SRC, key_of["x"], bwd_data)
+        w = Operand(L.ARG_DIFF_WEIGHTS if bwd_weights else L.ARG_WEIGHTS, key_of["w"],
                      bwd_weights)
-        y = _Operand(L.ARG_DST if fwd else L.ARG_DIFF_DST, key_of["y"], fwd)
+        y = Operand(L.ARG_DST if fwd else L.ARG_DIFF_DST, key_of["y"], fwd)
 
         # the caller's side of each operand
         xs = strides[x.key]
@@ -210,7 +137,7 @@ class Plan:
         x.user_md = self._md(crop_dims, xs)
         y.user_md = self._md(geo.y_shape, strides[y.key])
         if geo.flip_weights:
-            w.flip_nd = len(geo.strides)
+            w.flip_nd, w.staging_shape = len(geo.strides), geo.w_shape
             w.user_md = self._md(geo.weight_dims, tag=L.FORMAT_A + len(geo.weight_dims) - 1)
         else:
             ws = strides[w.key]
@@ -259,53 +186,36 @@ class Plan:
         self._main = self._primitive(pd)
 
         # reorders between the caller's side and the primitive's
-        equal, size = lib.raw("dnnl_memory_desc_equal"), lib.raw("dnnl_memory_desc_get_size")
+        equal = lib.raw("dnnl_memory_desc_equal")
         for op in (x, w, y):
             if op is x and geo.padded:
                 sub = ctypes.c_void_p()
                 offsets = (0, 0, *(lo for lo, _ in geo.extra))
                 lib.call("dnnl_memory_desc_create_submemory", ctypes.byref(sub), op.prim_md,
-                         _dims(crop_dims), _dims(offsets))
+                         dims(crop_dims), dims(offsets))
                 op.inner_md = self._own("dnnl_memory_desc_destroy", sub)
                 op.zero = not op.output
             elif equal(op.user_md, op.prim_md):
                 continue
             else:
                 op.inner_md = op.prim_md
-            src, dst = (op.inner_md, op.user_md) if op.output else (op.user_md, op.inner_md)
-            rpd = ctypes.c_void_p()
-            lib.call("dnnl_reorder_primitive_desc_create", ctypes.byref(rpd), src, lib.engine,
-                     dst, lib.engine, self._attr())
-            self._own("dnnl_primitive_desc_destroy", rpd)
-            op.reorder = self._primitive(rpd)
-            op.buffer_bytes = int(size(op.prim_md))
+            self._reorder(op)
         self._operands = [x, w, y]
         if self.bias:
-            b = _Operand(L.ARG_BIAS, "bias", False)
+            b = Operand(L.ARG_BIAS, "bias", False)
             b.user_md = b.prim_md = b_md
             self._operands.append(b)
         self.reorders = tuple(op.key for op in self._operands if op.reorder)
 
-        # the arena: scratchpad (shared by the plan's primitives, which run in turn),
-        # then each operand's buffer and staging copy
-        at = _round(max(step[2] for step in self._primitives()))
-        for op in self._operands:
-            if op.buffer_bytes:
-                op.buffer_at, at = at, at + _round(op.buffer_bytes)
-            if op.flip_nd:
-                op.staging_at, at = at, at + _round(ITEMSIZE * prod(geo.w_shape))
-        self.workspace_bytes = at
+        self._place_in_arena()
         N, C_out = geo.y_shape[:2]
         self.flops = 2 * N * C_out * prod(geo.w_shape[1:]) * prod(geo.y_shape[2:])
-
-    def _primitives(self) -> list[tuple]:
-        return [op.reorder for op in self._operands if op.reorder] + [self._main]
 
     def _primitive_desc(self, x_md, w_md, y_md, b_md) -> tuple[ctypes.c_void_p, str]:
         """The primitive descriptor for these memory descriptors, and its implementation."""
         geo, lib, name = self.geometry, self.lib, self.pass_name
         kind = geo.family
-        params = (_dims(geo.strides), _dims(geo.dilates), _dims(geo.pad_l), _dims(geo.pad_r))
+        params = (dims(geo.strides), dims(geo.dilates), dims(geo.pad_l), dims(geo.pad_r))
         alg = L.CONVOLUTION_DIRECT if kind == "convolution" else L.DECONVOLUTION_DIRECT
 
         def create(fn: str, *args: object) -> ctypes.c_void_p:
@@ -372,199 +282,26 @@ class Plan:
                 bias = np.ascontiguousarray(bias, dtype=np.float32)
             arrays["bias"] = bias
             ptrs["bias"] = bias.ctypes.data
-        with self._lock:
-            ctx = self._idle.pop() if self._idle else None
-        if ctx is None:
-            ctx = _Context(self)
-        try:
-            with single_threaded_blas():
-                ctx.run(arrays, ptrs)
-        finally:
-            with self._lock:
-                if not self._idle and self._owned:
-                    self._idle.append(ctx)
-                    ctx = None
-            if ctx is not None:
-                ctx.close()
+        self.execute(arrays, ptrs)
         return out
 
-    def close(self) -> None:
-        """Release every oneDNN object; the plan cannot run afterwards."""
-        with self._lock:
-            idle, self._idle = self._idle, []
-            owned, self._owned = self._owned, []
-        for ctx in idle:
-            ctx.close()
-        for kind, handle in reversed(owned):
-            try:
-                self.lib.raw(kind)(handle)
-            except Exception:  # pragma: no cover - interpreter shutdown
-                pass
-
-    def __del__(self) -> None:
-        self.close()
+    def before_run(self, arrays: dict) -> None:
+        """An input gradient whose forward cropped its input: zeros outside the crop."""
+        geo = self.geometry
+        if self.pass_name != "input_grad" or not geo.cropped:
+            return
+        gx = arrays["out"]
+        for d, (a, b) in enumerate(geo.crop):
+            lead = (slice(None),) * (2 + d)
+            gx[(*lead, slice(0, a))] = 0
+            gx[(*lead, slice(b, None))] = 0
 
     def __repr__(self) -> str:
         return (f"<onednn plan {self.pass_name} {self.name} shapes={self.shapes} "
                 f"reorders={self.reorders} workspace={self.workspace_bytes}>")
 
 
-class _Arena(threading.local):
-    """This thread's buffer for plans' reordered tensors and scratchpads."""
-
-    _ids = itertools.count(1)
-
-    def __init__(self) -> None:
-        self.raw = np.empty(0, dtype=np.uint8)
-        self.base, self.shift, self.size, self.token = 0, 0, 0, 0
-
-    def ensure(self, nbytes: int) -> None:
-        """At least ``nbytes``; grows by doubling, but never past the workspace limit
-        unless one plan needs more (it fitted the limit in force when it was planned)."""
-        if nbytes > self.size:
-            size = max(nbytes, min(2 * self.size, get_workspace_limit()))
-            self.raw = np.empty(size + ALIGNMENT, dtype=np.uint8)
-            ptr = self.raw.ctypes.data
-            self.shift = (-ptr) % ALIGNMENT
-            self.base, self.size, self.token = ptr + self.shift, size, next(self._ids)
-
-    def view(self, at: int, shape: tuple) -> np.ndarray:
-        start = self.shift + at
-        return self.raw[start:start + ITEMSIZE * prod(shape)].view(np.float32).reshape(shape)
-
-
-_arena = _Arena()
-
-
-def arena_bytes() -> int:
-    """Bytes held by this thread's arena."""
-    return _arena.size
-
-
-def release_arena() -> None:
-    """Free this thread's arena (the next run allocates a new one)."""
-    _arena.__init__()
-
-
-class _Context:
-    """Memory objects and argument lists for one run of a plan at a time."""
-
-    def __init__(self, plan: Plan) -> None:
-        self.plan = plan
-        self.token = 0                   # the arena the memory objects point into
-        self._memories: list[ctypes.c_void_p] = []
-        self.user: list[tuple[ctypes.c_void_p, str, int]] = []   # (memory, key, byte offset)
-        self.arena: list[tuple[ctypes.c_void_p, int]] = []       # (memory, arena offset)
-        self.steps: list[tuple[ctypes.c_void_p, ctypes.Array]] = []
-        # operands with work besides the primitives: zeroed padding, a flipped copy
-        self.prepare = [op for op in plan._operands if op.zero or op.flip_nd]
-        self.zero_outside_crop = plan.pass_name == "input_grad" and plan.geometry.cropped
-        try:
-            self._build()
-        except BaseException:
-            self.close()
-            raise
-
-    def _memory(self, md: ctypes.c_void_p) -> ctypes.c_void_p:
-        mem = ctypes.c_void_p()
-        lib = self.plan.lib
-        lib.call("dnnl_memory_create", ctypes.byref(mem), md, lib.engine, None)
-        self._memories.append(mem)
-        return mem
-
-    def _build(self) -> None:
-        plan = self.plan
-        pre, post, main_args = [], [], []
-        for op in plan._operands:
-            user_mem = self._memory(op.user_md)
-            if op.flip_nd:
-                self.arena.append((user_mem, op.staging_at))
-            else:
-                self.user.append((user_mem, op.key, op.offset))
-            if op.reorder is None:
-                main_args.append((op.arg, user_mem))
-                continue
-            prim_mem = self._memory(op.prim_md)
-            self.arena.append((prim_mem, op.buffer_at))
-            inner_mem = prim_mem
-            if op.inner_md is not op.prim_md:
-                inner_mem = self._memory(op.inner_md)
-                self.arena.append((inner_mem, op.buffer_at))
-            main_args.append((op.arg, prim_mem))
-            pair = [(L.ARG_FROM, inner_mem), (L.ARG_TO, user_mem)] if op.output else [
-                (L.ARG_FROM, user_mem), (L.ARG_TO, inner_mem)]
-            (post if op.output else pre).append((op.reorder, pair))
-        for (prim, scratch_md, scratch), pairs in [*pre, (plan._main, main_args), *post]:
-            if scratch:
-                mem = self._memory(scratch_md)
-                self.arena.append((mem, 0))
-                pairs = [*pairs, (L.ARG_SCRATCHPAD, mem)]
-            args = (L.ExecArg * len(pairs))(*(L.ExecArg(a, m) for a, m in pairs))
-            self.steps.append((prim, args))
-
-    def run(self, arrays: dict, ptrs: dict) -> None:
-        plan, lib = self.plan, self.plan.lib
-        set_handle = lib.set_handle
-        _arena.ensure(plan.workspace_bytes)
-        if self.token != _arena.token:
-            for mem, at in self.arena:
-                if set_handle(mem, _arena.base + at):
-                    raise L.DnnlError("dnnl_memory_set_data_handle", L.INVALID_ARGUMENTS)
-            self.token = _arena.token
-        for mem, key, offset in self.user:
-            if set_handle(mem, ptrs[key] + offset):
-                raise L.DnnlError("dnnl_memory_set_data_handle", L.INVALID_ARGUMENTS)
-        geo = plan.geometry
-        for op in self.prepare:
-            if op.zero:
-                ctypes.memset(_arena.base + op.buffer_at, 0, op.buffer_bytes)
-            if op.flip_nd and not op.output:
-                np.copyto(_arena.view(op.staging_at, geo.w_shape),
-                          arrays[op.key][(Ellipsis, *([slice(None, None, -1)] * op.flip_nd))])
-        if self.zero_outside_crop:
-            gx = arrays["out"]
-            for d, (a, b) in enumerate(geo.crop):
-                lead = (slice(None),) * (2 + d)
-                gx[(*lead, slice(0, a))] = 0
-                gx[(*lead, slice(b, None))] = 0
-        stream, execute = lib.stream(), lib.execute
-        saved = lib.omp_threads()
-        if saved != plan.threads:
-            lib.set_omp_threads(plan.threads)
-        try:
-            for prim, args in self.steps:
-                status = execute(prim, stream, len(args), args)
-                if status:
-                    raise L.DnnlError("dnnl_primitive_execute", status)
-        finally:
-            if saved != plan.threads:
-                lib.set_omp_threads(saved)
-        for op in self.prepare:
-            if op.flip_nd and op.output:
-                np.copyto(arrays[op.key], _arena.view(op.staging_at, geo.w_shape)[
-                    (Ellipsis, *([slice(None, None, -1)] * op.flip_nd))])
-
-    def close(self) -> None:
-        destroy = self.plan.lib.raw("dnnl_memory_destroy")
-        mems, self._memories = self._memories, []
-        for mem in mems:
-            try:
-                destroy(mem)
-            except Exception:  # pragma: no cover - interpreter shutdown
-                pass
-
-
 def build(lib: L.Library, geo: Geometry, shapes: tuple, byte_strides: tuple, bias: bool,
           threads: int) -> Plan:
     """Build a plan with ``threads`` OpenMP threads; raises :class:`Unsupported`."""
-    plan = Plan(lib, geo, shapes, byte_strides, bias, threads)
-    saved = lib.omp_threads()
-    lib.set_omp_threads(threads)
-    try:
-        plan.build()
-    except BaseException:
-        plan.close()
-        raise
-    finally:
-        lib.set_omp_threads(saved)
-    return plan
+    return build_with_threads(Plan(lib, geo, shapes, byte_strides, bias, threads), threads)
