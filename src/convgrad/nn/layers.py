@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..functional import activation as Fa
+from ..functional.layer_input import layer_input
 from ..tensor import Tensor, as_tensor
 from ..tensor.tensor import _check_dtype
 from . import init
@@ -55,8 +56,8 @@ class Linear(Module):
             bound = 1 / math.sqrt(self.in_features)
             init.uniform_(self.bias, -bound, bound, rng)
 
-    def forward(self, x: Any) -> Tensor:
-        x = as_tensor(x)
+    def forward(self, input: Any) -> Tensor:  # noqa: A002 (torch's name)
+        x = layer_input("Linear", input, self.weight)
         if x.ndim < 1 or x.shape[-1] != self.in_features:
             raise ValueError(f"Linear: input of shape {x.shape} must end with "
                              f"in_features={self.in_features}")

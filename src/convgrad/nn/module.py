@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import devices as _device
 from ..tensor import Tensor
 from ..tensor.tensor import _check_dtype
 from . import state as _state
@@ -302,9 +303,25 @@ class Module:
             else:
                 p.grad = Tensor._wrap(np.zeros_like(p.data))
 
-    def to(self, dtype: Any) -> Module:
-        """Cast every parameter and floating buffer to ``dtype`` (float32 or float64) in
-        place; returns ``self``.  Integer buffers (counters) keep their dtype."""
+    def to(self, *args: Any, dtype: Any = None, device: Any = None,
+           non_blocking: bool = False) -> Module:
+        """As torch: ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``.
+
+        The device must be the CPU (``"cpu"`` changes nothing, any other device is a
+        ValueError); only an explicit dtype (float32 or float64) casts every parameter and
+        floating buffer in place.  Integer buffers (counters) keep their dtype.  Returns
+        ``self``.
+        """
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a.dtype if dtype is None else dtype
+            elif _device.is_device(a):
+                device = a
+            elif not isinstance(a, bool):  # (a positional non_blocking changes nothing)
+                dtype = a
+        _device.check_device("Module.to", device)
+        if dtype is None:
+            return self
         dt = _check_dtype("Module.to", dtype)
         for p in self.parameters():
             if p.data.dtype != dt:
@@ -314,6 +331,15 @@ class Module:
             for name, b in m._buffers.items():
                 if b is not None and b.dtype.kind == "f" and b.dtype != dt:
                     m._buffers[name] = b.astype(dt)
+        return self
+
+    def cpu(self) -> Module:
+        """``self``: convgrad modules live on the CPU."""
+        return self
+
+    def cuda(self, device: Any = None) -> Module:
+        """Always a ValueError: convgrad runs on the CPU only."""
+        _device.check_device("Module.cuda", "cuda" if device is None else device)
         return self
 
     def float(self) -> Module:
