@@ -8,8 +8,13 @@ import torch
 import torch.utils.data as tdata
 
 import convgrad as cg
-from convgrad.utils.data import DataLoader, Dataset, IterableDataset, default_collate
-from convgrad.utils.data import get_worker_info
+from convgrad.utils.data import (
+    DataLoader,
+    Dataset,
+    IterableDataset,
+    default_collate,
+    get_worker_info,
+)
 
 
 class _Pid(Dataset):
@@ -49,7 +54,7 @@ def test_worker_init_fn_persistent_workers_and_prefetch():
                         prefetch_factor=1, worker_init_fn=lambda i: seen.append(i))
     pids = [set(b[2].tolist()) for _ in range(2) for b in loader]
     assert len(set().union(*pids)) == 2  # the same two processes in both epochs
-    for i, batch in enumerate(loader):  # leaving early leaves the pool clean
+    for i, _batch in enumerate(loader):  # leaving early leaves the pool clean
         if i == 0:
             break
     assert [b[1].tolist() for b in loader][0] == [0, 1, 2, 3]
