@@ -27,6 +27,7 @@ from .loss import cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss, smooth
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .one_hot import one_hot
 from .padding import pad
+from .piecewise_activation import hardswish, hardtanh, mish, prelu, relu6
 from .pixel_shuffle import pixel_shuffle, pixel_unshuffle
 from .pooling import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
 from .smooth_activation import elu, gelu, logsigmoid, silu, softplus
@@ -44,4 +45,5 @@ __all__ = [
     "dropout", "dropout1d", "dropout2d", "dropout3d",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "one_hot",
+    "hardswish", "hardtanh", "mish", "prelu", "relu6",
 ]

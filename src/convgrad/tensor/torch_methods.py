@@ -247,7 +247,9 @@ class TorchMethodsMixin:
         # interleave a broadcast dim before each dim, then merge: (s0, n0, s1, n1, ...)
         wide = x.reshape(tuple(v for n in shape for v in (1, n)))
         wide = wide.expand(tuple(v for s, n in zip(sizes, shape) for v in (s, n)))
-        return wide.reshape(tuple(s * n for s, n in zip(sizes, shape)))
+        out = wide.reshape(tuple(s * n for s, n in zip(sizes, shape)))
+        # as torch, memory of its own (a reshape may keep the broadcast view, read-only)
+        return out.clone() if out.data.base is not None or out.data is self.data else out
 
     def repeat_interleave(self, repeats: Any, dim: int | None = None) -> Tensor:
         """Each element repeated ``repeats`` times along ``dim`` (flattened if None)."""
