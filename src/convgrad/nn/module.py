@@ -17,7 +17,9 @@ import numpy as np
 
 from .. import devices as _device
 from ..tensor import Tensor
+from ..tensor.hooks import RemovableHandle
 from ..tensor.tensor import _check_dtype
+from . import hooks as _hooks
 from . import state as _state
 from .state import IncompatibleKeys
 
@@ -69,7 +71,33 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        d = self.__dict__
+        if d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks"):
+            return _hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # -- hooks (torch's signatures; each returns a handle with ``remove()``)
+    def _hook(self, registry: str, hook: Any, fn: str) -> RemovableHandle:
+        if not callable(hook):
+            raise TypeError(f"{fn}: hook={hook!r} must be callable")
+        if registry not in self.__dict__:
+            object.__setattr__(self, registry, OrderedDict())
+        return RemovableHandle(self.__dict__[registry], hook)
+
+    def register_forward_pre_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, args)`` before ``forward``; a non-None result replaces args."""
+        return self._hook("_forward_pre_hooks", hook, "register_forward_pre_hook")
+
+    def register_forward_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, args, output)`` after ``forward``; a non-None result replaces the
+        output."""
+        return self._hook("_forward_hooks", hook, "register_forward_hook")
+
+    def register_full_backward_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` once the gradients of the module's
+        Tensor inputs are computed (``None`` for inputs that need none); a non-None result
+        replaces grad_input."""
+        return self._hook("_backward_hooks", hook, "register_full_backward_hook")
 
     # -- registration
     def _registry(self) -> tuple[OrderedDict, OrderedDict, OrderedDict]:

@@ -21,6 +21,7 @@ from .. import devices as _device
 from .. import random as _random
 from ..autograd import register_tensor_type
 from . import elementwise as _ew
+from . import hooks as _hooks
 from . import inplace as _inplace
 from . import lazy as _lazy
 from . import reduce as _red
@@ -291,7 +292,7 @@ class Tensor(InPlaceMixin, TorchMethodsMixin):
     ``grad_fn`` the graph node that produced it (None for leaves).
     """
 
-    __slots__ = ("data", "grad", "grad_fn", "_requires_grad", "__weakref__")
+    __slots__ = ("data", "grad", "grad_fn", "_requires_grad", "_hooks", "__weakref__")
     __array_ufunc__ = None  # `ndarray (op) Tensor` defers to the Tensor's reflected operator
     __hash__ = object.__hash__  # tensors are dict keys; == is elementwise
 
@@ -327,6 +328,35 @@ class Tensor(InPlaceMixin, TorchMethodsMixin):
         self._requires_grad = bool(flag)
         if flag:
             _versions.own_leaf(self)
+
+    def register_hook(self, hook: Any) -> Any:
+        """Call ``hook(grad)`` with this tensor's gradient during backward; a non-None
+        result replaces the gradient.  Returns a handle whose ``remove()`` drops it."""
+        if not callable(hook):
+            raise TypeError(f"register_hook: hook={hook!r} must be callable")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is None:
+            if getattr(self, "_hooks", None) is None:
+                self._hooks = {}
+            hooks = self._hooks
+        else:
+            hooks = self.grad_fn.__dict__.setdefault("tensor_hooks", {})
+        return _hooks.RemovableHandle(hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` (accumulated, as a leaf's)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+        if self.grad_fn is None or self.retains_grad:
+            return
+        self.grad_fn.__dict__["retains"] = True
+        self.register_hook(_hooks.Retainer(self))
+
+    @property
+    def retains_grad(self) -> bool:
+        return self.grad_fn is not None and self.grad_fn.__dict__.get("retains", False)
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         self.requires_grad = flag
