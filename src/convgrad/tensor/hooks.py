@@ -13,9 +13,10 @@ from ..autograd import Context, Function
 
 Tensor = Any  # annotations: the tensor layer's Tensor
 
-__all__ = ["BackwardHookIn", "BackwardHookOut", "RemovableHandle", "Retainer"]
+__all__ = ["RETAINS", "BackwardHookIn", "BackwardHookOut", "RemovableHandle", "Retainer"]
 
 _ids = itertools.count()
+RETAINS: Any = {}  # a non-leaf's ``_hooks`` after ``retain_grad()`` (never holds hooks)
 
 
 class RemovableHandle:

@@ -351,12 +351,12 @@ class Tensor(InPlaceMixin, TorchMethodsMixin):
             raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
         if self.grad_fn is None or self.retains_grad:
             return
-        self.grad_fn.__dict__["retains"] = True
+        self._hooks = _hooks.RETAINS  # (a non-leaf's own hooks live on its node)
         self.register_hook(_hooks.Retainer(self))
 
     @property
     def retains_grad(self) -> bool:
-        return self.grad_fn is not None and self.grad_fn.__dict__.get("retains", False)
+        return self.grad_fn is not None and getattr(self, "_hooks", None) is _hooks.RETAINS
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         self.requires_grad = flag
