@@ -18,7 +18,7 @@ from .activation import (
 from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from .layers import Flatten, Identity, LeakyReLU, Linear, ReLU, Sigmoid, Tanh
+from .layers import Flatten, Fold, Identity, LeakyReLU, Linear, ReLU, Sigmoid, Tanh, Unfold
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -89,5 +89,5 @@ __all__ = [
     "Hardswish", "Hardtanh", "Mish", "PReLU", "ReLU6",
     "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
     "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
-    "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
+    "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Unfold", "Fold",
 ]
