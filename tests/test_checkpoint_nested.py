@@ -78,7 +78,7 @@ def no_pickle(monkeypatch):
 
 def test_round_trip_is_exact(tmp_path, no_pickle):
     obj = _sample()
-    path = tmp_path / "ckpt.pt"
+    path = tmp_path / "ckpt.ckpt"  # (a .pt or .pth path is written in torch's format)
     cg.save(obj, path)
     back = cg.load(path)
     _same(back, {**obj, "model": OrderedDict(obj["model"])})

@@ -79,7 +79,10 @@ def test_sequential_batches_equal_torchs(batch_size, drop_last):
     assert len(got) == len(want)
     for a, b in zip(got, want):
         assert isinstance(a, tuple) and isinstance(a[0], cg.Tensor)
-        assert isinstance(a[1], np.ndarray | np.integer)
+        if batch_size is None:  # unbatched: the sample as it is (a NumPy integer)
+            assert isinstance(a[1], np.integer)
+        else:  # integer labels collate to an int64 Tensor, as torch
+            assert isinstance(a[1], cg.Tensor) and a[1].dtype == np.int64
         _assert_same(a, b)
 
 

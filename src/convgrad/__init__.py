@@ -10,8 +10,23 @@ command); ``random`` holds the one seeded generator behind ``cg.manual_seed``.
 
 from __future__ import annotations
 
-from . import functional, ops
+from . import accelerator, cuda, functional, ops
 from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .devices import device
+from .dtypes import bool as bool  # (torch's names; not in __all__: they shadow builtins)
+from .dtypes import (
+    double,
+    float16,
+    float32,
+    float64,
+    half,
+    int32,
+    int64,
+    long,
+    uint8,
+)
+from .dtypes import float as float
+from .dtypes import int as int
 from .functional.activation import relu, sigmoid, tanh
 from .functional.conv import (
     conv1d,
@@ -27,16 +42,31 @@ from .ops.workspace import get_workspace_limit, set_workspace_limit, workspace_l
 from .random import manual_seed
 from .tensor import (
     Tensor,
+    arange,
     as_tensor,
     cat,
     concatenate,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
     from_numpy,
+    full,
+    full_like,
+    linspace,
     ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
     randn,
+    randn_like,
+    randperm,
     stack,
     tensor,
     where,
     zeros,
+    zeros_like,
 )
 from .tensor.functions import (
     abs,
@@ -71,6 +101,10 @@ __all__ = [
     "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean", "min", "permute",
     "pow", "relu", "reshape", "sigmoid", "sqrt", "squeeze", "sum", "tanh", "transpose",
     "unsqueeze", "nn", "optim", "metrics", "save", "load", "manual_seed", "utils", "compute",
+    "device", "cuda", "accelerator", "float32", "float64", "float16", "half", "double", "int32",
+    "int64", "long", "uint8", "full", "empty", "zeros_like", "ones_like", "full_like",
+    "empty_like", "rand", "rand_like", "randn_like", "randint", "randperm", "arange", "linspace",
+    "eye", "from_dlpack",
 ]
 
 

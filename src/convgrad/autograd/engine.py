@@ -142,9 +142,18 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
     order = _topological_order(roots)
     pending: dict[Context, Tensor] = {}  # node -> gradient of its output, summed so far
     add = _add_recorded if create_graph else _add_constant
+    hooked: dict[int, list] = {}  # leaves with hooks: [leaf, summed gradient]
+
+    def deliver(leaf: Tensor, g: Tensor) -> None:
+        if getattr(leaf, "_hooks", None):  # the hooks see the leaf's whole gradient
+            entry = hooked.setdefault(id(leaf), [leaf, None])
+            entry[1] = add(entry[1], g)
+        else:
+            _deliver(leaf, g, targets, create_graph)
+
     for t, g in zip(roots, seeds):
         if t.grad_fn is None:
-            _deliver(t, g, targets, create_graph)
+            deliver(t, g)
         else:
             pending[t.grad_fn] = add(pending.get(t.grad_fn), g)
     wanted = None if targets is None else _nodes_leading_to(targets, order)
@@ -164,6 +173,8 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
                                for i, e, n in zip(node.inputs, node.edges, needs)])
             if g is None:
                 continue
+            if "tensor_hooks" in node.__dict__:  # Tensor.register_hook on the node's output
+                g = _run_hooks(node.__dict__["tensor_hooks"], g)
             if _registered.modified:
                 node.check_versions()
             grads = _call_rule(node, out, g, needs)
@@ -177,15 +188,30 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
                     gi = _check_grad(node, i, inp, gi)
                 parent = node.edges[i]
                 if parent is None:
-                    _deliver(inp, gi, targets, create_graph)
+                    deliver(inp, gi)
                 elif parent in pending:
                     pending[parent] = add(pending[parent], gi)
                 else:
                     pending[parent] = gi
             if not retain_graph:
                 node._free()
+        for leaf, g in hooked.values():
+            _deliver(leaf, _run_hooks(leaf._hooks, g), targets, create_graph)
     finally:
         grad_mode.set_mode(saved_mode)
+
+
+def _run_hooks(hooks: dict, g: Tensor) -> Tensor:
+    """Call each hook on the gradient in order; a hook's non-None result replaces it."""
+    for hook in list(hooks.values()):
+        out = hook(g)
+        if out is not None:
+            if not isinstance(out, tensor_type()) or out.shape != g.shape:
+                raise RuntimeError(f"hook {hook!r} returned {type(out).__name__} "
+                                   f"{getattr(out, 'shape', '')}; expected None or a Tensor "
+                                   f"of the gradient's shape {g.shape}")
+            g = out
+    return g
 
 
 def _call_rule(node: Context, out: Tensor, g: Tensor, needs: tuple) -> tuple:

@@ -22,14 +22,17 @@ from .conv import (
     conv_transpose3d,
 )
 from .dropout import dropout, dropout1d, dropout2d, dropout3d
+from .grid_sample import affine_grid, grid_sample
 from .interpolate import interpolate
 from .loss import cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .one_hot import one_hot
 from .padding import pad
+from .piecewise_activation import hardswish, hardtanh, mish, prelu, relu6
 from .pixel_shuffle import pixel_shuffle, pixel_unshuffle
 from .pooling import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
 from .smooth_activation import elu, gelu, logsigmoid, silu, softplus
+from .unfold import fold, unfold
 
 __all__ = [
     "conv_general", "conv1d", "conv2d", "conv3d",
@@ -44,4 +47,6 @@ __all__ = [
     "dropout", "dropout1d", "dropout2d", "dropout3d",
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "one_hot",
+    "hardswish", "hardtanh", "mish", "prelu", "relu6", "unfold", "fold", "affine_grid",
+    "grid_sample",
 ]

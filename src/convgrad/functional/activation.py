@@ -12,41 +12,52 @@ from ..tensor.tensor import _alias, _dim
 __all__ = ["leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "tanh"]
 
 
-def relu(x: Any) -> Tensor:
+def relu(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002 (torch's names)
     """max(x, 0)."""
-    return as_tensor(x).relu()
+    return as_tensor(input).relu()
 
 
-def leaky_relu(x: Any, negative_slope: float = 0.01) -> Tensor:
+def leaky_relu(input: Any, negative_slope: float = 0.01, inplace: bool = False  # noqa: A002
+               ) -> Tensor:
     """x where x > 0, else negative_slope * x."""
     if isinstance(negative_slope, bool) or not isinstance(negative_slope, int | float):
         raise TypeError(f"leaky_relu: negative_slope={negative_slope!r} must be a number")
-    return LeakyReLU.apply(as_tensor(x), slope=float(negative_slope))
+    return LeakyReLU.apply(as_tensor(input), slope=float(negative_slope))
 
 
-def sigmoid(x: Any) -> Tensor:
+def sigmoid(input: Any) -> Tensor:  # noqa: A002
     """1 / (1 + exp(-x))."""
-    return as_tensor(x).sigmoid()
+    return as_tensor(input).sigmoid()
 
 
-def tanh(x: Any) -> Tensor:
-    return as_tensor(x).tanh()
+def tanh(input: Any) -> Tensor:  # noqa: A002
+    return as_tensor(input).tanh()
 
 
 def _softmax_dim(fn: str, x: Tensor, dim: Any, axis: Any) -> int:
     dim = _alias(fn, "dim", dim, "axis", axis, None)
     if dim is None:
         raise TypeError(f"{fn}: dim is required (the dim that sums to one)")
-    return _dim(fn, dim, x.ndim)
+    return _dim(fn, dim, max(x.ndim, 1))  # (a 0-d tensor has dim 0 or -1, as torch)
 
 
-def softmax(x: Any, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+def _along(op: Any, fn: str, input: Any, dim: Any, axis: Any) -> Tensor:
+    x = as_tensor(input)
+    d = _softmax_dim(fn, x, dim, axis)
+    if x.numel() == 0:  # nothing to normalise: an empty result, as torch
+        return x.clone()
+    if x.ndim == 0:  # one element: softmax 1, log_softmax 0 (through the op, for grads)
+        return op.apply(x.reshape(1), dim=0).reshape(())
+    return op.apply(x, dim=d)
+
+
+def softmax(input: Any, dim: int | None = None, *, axis: int | None = None  # noqa: A002
+            ) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim`` (computed stably)."""
-    x = as_tensor(x)
-    return Softmax.apply(x, dim=_softmax_dim("softmax", x, dim, axis))
+    return _along(Softmax, "softmax", input, dim, axis)
 
 
-def log_softmax(x: Any, dim: int | None = None, *, axis: int | None = None) -> Tensor:
+def log_softmax(input: Any, dim: int | None = None, *, axis: int | None = None  # noqa: A002
+                ) -> Tensor:
     """x - logsumexp(x) along ``dim`` (computed stably)."""
-    x = as_tensor(x)
-    return LogSoftmax.apply(x, dim=_softmax_dim("log_softmax", x, dim, axis))
+    return _along(LogSoftmax, "log_softmax", input, dim, axis)

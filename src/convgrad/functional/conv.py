@@ -16,34 +16,22 @@ import numpy as np
 from ..tensor import Tensor
 from ..tensor.conv import AddBias, Conv, ConvInputGrad
 from .conv_args import ConvArgs, conv_args, general_args, output_shape, transpose_args
+from .layer_input import constant, layer_input, layer_weight
 from .padding import pad as _pad
 
 __all__ = ["conv_general", "conv1d", "conv2d", "conv3d",
            "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolve"]
 
 
-def _as_tensor(a: Any, name: str, fn: str) -> Tensor:
-    if isinstance(a, Tensor):
-        return a
-    if not isinstance(a, np.ndarray | np.generic | list | tuple | int | float):
-        raise TypeError(f"{fn}: {name} must be a Tensor or numpy.ndarray, got {type(a).__name__}")
-    try:
-        kind = a.dtype.kind if isinstance(a, np.ndarray | np.generic) else np.asarray(a).dtype.kind
-    except (ValueError, TypeError) as e:  # e.g. a ragged nested list
-        raise ValueError(f"{fn}: {name} cannot be made into an array: {e}") from None
-    if kind not in "fiub":
-        dtype = a.dtype if isinstance(a, np.ndarray | np.generic) else np.asarray(a).dtype
-        raise TypeError(f"{fn}: {name} has dtype {dtype}; expected a float array "
-                        "(int and bool arrays become float32)")
-    return Tensor(a)  # no copy: a float array is used as it is
-
-
 def _prepare(x, weight, bias, nd: int, fn: str):
     """Tensors for (x, weight, bias) with a batch dim; ``unbatched`` as PyTorch allows."""
-    x = _as_tensor(x, "input", fn)
-    weight = _as_tensor(weight, "weight", fn)
+    x = layer_input(fn, x, weight)
+    weight = layer_weight(fn, weight, x)
     if bias is not None:
-        bias = _as_tensor(bias, "bias", fn)
+        bias = layer_weight(fn, bias, x, "bias")
+        if bias.dtype != x.dtype:
+            raise TypeError(f"{fn}: bias has dtype {bias.dtype} but the input has dtype "
+                            f"{x.dtype}; expected the same dtype")
     if weight.ndim != nd + 2:
         raise ValueError(
             f"{fn}: weight must have {nd + 2} dims for a {nd}-d convolution, "
@@ -108,8 +96,7 @@ def conv_general(x, weight, bias=None, *, stride=1, padding=0, kernel_dilation=1
 
 def _conv_nd(nd: int, fn: str, x, weight, bias, stride, padding, dilation, groups,
              padding_mode) -> Tensor:
-    weight = _as_tensor(weight, "weight", fn)
-    w_shape = weight.shape
+    w_shape = weight.shape if isinstance(weight, Tensor) else constant(fn, weight).shape
     if len(w_shape) != nd + 2:
         raise ValueError(f"{fn}: weight must have {nd + 2} dims for a {nd}-d convolution, "
                          f"got shape {tuple(w_shape)}")

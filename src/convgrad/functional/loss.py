@@ -194,8 +194,10 @@ def _nll(fn: str, logp: Tensor, target: Any, weight: Any, ignore_index: int, red
         logp.dtype)
     loss = -picked if w is None and keep.all() else -picked * weights
     if reduction == "mean":
-        with np.errstate(invalid="ignore", divide="ignore"):  # all ignored: nan, as torch
-            return loss.sum() / weights.sum(), keep, weights
+        total = weights.sum()
+        if total == 0:  # every target ignored: the value is nan and the gradient 0, as torch
+            return loss.sum() * 0.0 + float("nan"), keep, weights
+        return loss.sum() / total, keep, weights
     return reduce_loss(loss, reduction), keep, weights
 
 

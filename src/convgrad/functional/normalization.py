@@ -140,6 +140,8 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
               _state(fn, "running_var", running_var, c))
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     shape = (1, c) + (1,) * (x.ndim - 2)
+    if training and x.data.size == 0 and c:  # an empty batch: an empty result, stats kept
+        return _affine(x * 1.0, weight, bias, shape)
     if training:
         count = x.data.size // c if c else 0
         if count <= 1:

@@ -71,9 +71,20 @@ def pad(x: Any, pad: Sequence[int], mode: str = "constant", value: float = 0.0) 
 
     crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pairs, x.shape))
     sizes = [n + lo + hi for (lo, hi), n in zip(pairs, x.shape)]
-    if min(sizes) < 0 or (mode != "constant" and min(sizes) == 0):
+    if min(sizes) < 0 or (mode != "constant" and any(
+            s == 0 for s, p in zip(sizes, pairs) if p != (0, 0))):
         raise ValueError(f"pad: pad={pad} would leave the input of shape {x.shape} with "
-                         f"shape {tuple(sizes)}; expected sizes >= 1")
+                         f"shape {tuple(sizes)}; expected sizes >= 1 in the padded dims")
+    if mode == "replicate":  # out[j] = x[clip(j - lo)]: a crop to nothing repeats the edge
+        for d, ((lo, hi), n) in enumerate(zip(pairs, x.shape)):
+            if (lo, hi) == (0, 0):
+                continue
+            if n == 0:
+                raise ValueError(f"pad: pad={pad} in replicate mode needs a non-empty dim {d} "
+                                 f"(input shape {x.shape})")
+            idx = np.clip(np.arange(n + lo + hi) - lo, 0, n - 1)
+            x = x[(slice(None),) * d + (idx,)]
+        return x
     if any(lo < 0 or hi < 0 for lo, hi in pairs):
         x = x[crop]
     pairs = [(max(lo, 0), max(hi, 0)) for lo, hi in pairs]

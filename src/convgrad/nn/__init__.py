@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 from . import functional, init, utils
-from .activation import ELU, GELU, SiLU, Softmax, Softplus
+from .activation import (
+    ELU,
+    GELU,
+    Hardswish,
+    Hardtanh,
+    Mish,
+    PReLU,
+    ReLU6,
+    SiLU,
+    Softmax,
+    Softplus,
+)
 from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from .layers import Flatten, Identity, LeakyReLU, Linear, ReLU, Sigmoid, Tanh
+from .layers import Flatten, Fold, Identity, LeakyReLU, Linear, ReLU, Sigmoid, Tanh, Unfold
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -28,6 +39,20 @@ from .normalization import (
     InstanceNorm2d,
     InstanceNorm3d,
     LayerNorm,
+)
+from .padding import (
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ReflectionPad1d,
+    ReflectionPad2d,
+    ReflectionPad3d,
+    ReplicationPad1d,
+    ReplicationPad2d,
+    ReplicationPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
 )
 from .pooling import (
     AdaptiveAvgPool1d,
@@ -61,4 +86,8 @@ __all__ = [
     "Upsample", "PixelShuffle", "PixelUnshuffle",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
     "BCELoss", "BCEWithLogitsLoss",
+    "Hardswish", "Hardtanh", "Mish", "PReLU", "ReLU6",
+    "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+    "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
+    "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Unfold", "Fold",
 ]

@@ -1,17 +1,23 @@
 """Smooth activation layers and ``Softmax``: ``GELU``, ``SiLU``, ``ELU``, ``Softplus``,
-``Softmax`` (arguments and ``repr`` as ``torch.nn``)."""
+``Softmax``; piecewise ones: ``Hardtanh``, ``ReLU6``, ``Hardswish``, ``Mish``, ``PReLU``
+(arguments and ``repr`` as ``torch.nn``)."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
+import numpy as np
+
 from ..functional import activation as Fa
+from ..functional import piecewise_activation as Fp
 from ..functional import smooth_activation as Fs
 from ..tensor import Tensor, as_tensor
-from .module import Module
+from ..tensor.tensor import _check_dtype
+from .module import Module, Parameter
 
-__all__ = ["ELU", "GELU", "SiLU", "Softmax", "Softplus"]
+__all__ = ["ELU", "GELU", "Hardswish", "Hardtanh", "Mish", "PReLU", "ReLU6", "SiLU", "Softmax",
+           "Softplus"]
 
 
 class GELU(Module):
@@ -95,3 +101,71 @@ class Softmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Hardtanh(Module):
+    """``x`` clamped to ``[min_val, max_val]``."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False
+                 ) -> None:
+        super().__init__()
+        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
+        Fp.hardtanh(as_tensor(0.0), min_val, max_val)  # checks the bounds now
+
+    def forward(self, input: Any) -> Tensor:
+        return Fp.hardtanh(input, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class ReLU6(Hardtanh):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__(0.0, 6.0, inplace)
+
+    def extra_repr(self) -> str:
+        return ""
+
+
+class Hardswish(Module):
+    """``x * relu6(x + 3) / 6``."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Any) -> Tensor:
+        return Fp.hardswish(input)
+
+
+class Mish(Module):
+    """``x * tanh(softplus(x))``."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input: Any) -> Tensor:
+        return Fp.mish(input)
+
+
+class PReLU(Module):
+    """``x`` where positive, else ``weight * x``: a learned slope (``num_parameters`` = 1
+    or the channel count), initialised to ``init``."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, *, dtype: Any = None
+                 ) -> None:
+        super().__init__()
+        if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) \
+                or num_parameters < 1:
+            raise ValueError(f"PReLU: num_parameters={num_parameters!r} must be an int >= 1")
+        dt = np.dtype(np.float32) if dtype is None else _check_dtype("PReLU", dtype)
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(np.full(num_parameters, init, dt))
+
+    def forward(self, input: Any) -> Tensor:
+        return Fp.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"

@@ -1,4 +1,5 @@
-"""Layers without convolution arithmetic: ``Identity``, ``Linear``, activations, ``Flatten``.
+"""Layers without convolution arithmetic: ``Identity``, ``Linear``, activations, ``Flatten``,
+``Unfold`` and ``Fold``.
 
 Constructor arguments, defaults and ``repr`` follow ``torch.nn``; each ``forward`` is
 one call of :mod:`convgrad.functional` or a few Tensor operations.
@@ -13,13 +14,17 @@ from typing import Any
 import numpy as np
 
 from ..functional import activation as Fa
+from ..functional.layer_input import layer_input
+from ..functional.unfold import fold as _fold
+from ..functional.unfold import unfold as _unfold
 from ..tensor import Tensor, as_tensor
 from ..tensor.tensor import _check_dtype
 from . import init
 from .conv import _positive_int
 from .module import Module, Parameter
 
-__all__ = ["Flatten", "Identity", "LeakyReLU", "Linear", "ReLU", "Sigmoid", "Tanh"]
+__all__ = ["Flatten", "Fold", "Identity", "LeakyReLU", "Linear", "ReLU", "Sigmoid", "Tanh",
+           "Unfold"]
 
 
 class Identity(Module):
@@ -55,8 +60,8 @@ class Linear(Module):
             bound = 1 / math.sqrt(self.in_features)
             init.uniform_(self.bias, -bound, bound, rng)
 
-    def forward(self, x: Any) -> Tensor:
-        x = as_tensor(x)
+    def forward(self, input: Any) -> Tensor:  # noqa: A002 (torch's name)
+        x = layer_input("Linear", input, self.weight)
         if x.ndim < 1 or x.shape[-1] != self.in_features:
             raise ValueError(f"Linear: input of shape {x.shape} must end with "
                              f"in_features={self.in_features}")
@@ -121,3 +126,38 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unfold(Module):
+    """Every sliding block as a column: :func:`convgrad.functional.unfold`."""
+
+    def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
+                 stride: Any = 1) -> None:
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, input: Any) -> Tensor:  # noqa: A002 (torch's name)
+        return _unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Fold(Module):
+    """Columns summed back into an image: :func:`convgrad.functional.fold`."""
+
+    def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = 1,
+                 padding: Any = 0, stride: Any = 1) -> None:
+        super().__init__()
+        self.output_size, self.kernel_size, self.dilation = output_size, kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, input: Any) -> Tensor:  # noqa: A002 (torch's name)
+        return _fold(input, self.output_size, self.kernel_size, self.dilation,
+                       self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")

@@ -15,8 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from .. import devices as _device
 from ..tensor import Tensor
+from ..tensor.hooks import RemovableHandle
 from ..tensor.tensor import _check_dtype
+from . import hooks as _hooks
 from . import state as _state
 from .state import IncompatibleKeys
 
@@ -68,7 +71,33 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        d = self.__dict__
+        if d.get("_forward_pre_hooks") or d.get("_forward_hooks") or d.get("_backward_hooks"):
+            return _hooks.call_with_hooks(self, args, kwargs)
         return self.forward(*args, **kwargs)
+
+    # -- hooks (torch's signatures; each returns a handle with ``remove()``)
+    def _hook(self, registry: str, hook: Any, fn: str) -> RemovableHandle:
+        if not callable(hook):
+            raise TypeError(f"{fn}: hook={hook!r} must be callable")
+        if registry not in self.__dict__:
+            object.__setattr__(self, registry, OrderedDict())
+        return RemovableHandle(self.__dict__[registry], hook)
+
+    def register_forward_pre_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, args)`` before ``forward``; a non-None result replaces args."""
+        return self._hook("_forward_pre_hooks", hook, "register_forward_pre_hook")
+
+    def register_forward_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, args, output)`` after ``forward``; a non-None result replaces the
+        output."""
+        return self._hook("_forward_hooks", hook, "register_forward_hook")
+
+    def register_full_backward_hook(self, hook: Any) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` once the gradients of the module's
+        Tensor inputs are computed (``None`` for inputs that need none); a non-None result
+        replaces grad_input."""
+        return self._hook("_backward_hooks", hook, "register_full_backward_hook")
 
     # -- registration
     def _registry(self) -> tuple[OrderedDict, OrderedDict, OrderedDict]:
@@ -302,9 +331,25 @@ class Module:
             else:
                 p.grad = Tensor._wrap(np.zeros_like(p.data))
 
-    def to(self, dtype: Any) -> Module:
-        """Cast every parameter and floating buffer to ``dtype`` (float32 or float64) in
-        place; returns ``self``.  Integer buffers (counters) keep their dtype."""
+    def to(self, *args: Any, dtype: Any = None, device: Any = None,
+           non_blocking: bool = False) -> Module:
+        """As torch: ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``.
+
+        The device must be the CPU (``"cpu"`` changes nothing, any other device is a
+        ValueError); only an explicit dtype (float32 or float64) casts every parameter and
+        floating buffer in place.  Integer buffers (counters) keep their dtype.  Returns
+        ``self``.
+        """
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a.dtype if dtype is None else dtype
+            elif _device.is_device(a):
+                device = a
+            elif not isinstance(a, bool):  # (a positional non_blocking changes nothing)
+                dtype = a
+        _device.check_device("Module.to", device)
+        if dtype is None:
+            return self
         dt = _check_dtype("Module.to", dtype)
         for p in self.parameters():
             if p.data.dtype != dt:
@@ -314,6 +359,15 @@ class Module:
             for name, b in m._buffers.items():
                 if b is not None and b.dtype.kind == "f" and b.dtype != dt:
                     m._buffers[name] = b.astype(dt)
+        return self
+
+    def cpu(self) -> Module:
+        """``self``: convgrad modules live on the CPU."""
+        return self
+
+    def cuda(self, device: Any = None) -> Module:
+        """Always a ValueError: convgrad runs on the CPU only."""
+        _device.check_device("Module.cuda", "cuda" if device is None else device)
         return self
 
     def float(self) -> Module:

@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 
 from ..functional import normalization as Fn
-from ..tensor import Tensor, as_tensor
+from ..functional.layer_input import layer_input
+from ..tensor import Tensor
 from ..tensor.tensor import _check_dtype
 from .conv import _positive_int
 from .module import Module, Parameter
@@ -99,6 +100,11 @@ class _NormBase(Module):
             if self.bias is not None:
                 self.bias.data[...] = 0
 
+    def _reference(self) -> Any:
+        """What sets the input's dtype: the weight, else the running mean (as torch)."""
+        return self.weight if self.weight is not None else (
+            None if self.running_mean is None else Tensor._wrap(self.running_mean))
+
     def _check_input(self, x: Tensor) -> None:
         fn = type(self).__name__
         if x.ndim not in self._accepted_dims:
@@ -119,7 +125,7 @@ class _BatchNorm(_NormBase):
                          dtype=dtype)
 
     def forward(self, input: Any) -> Tensor:
-        x = as_tensor(input)
+        x = layer_input(type(self).__name__, input, self._reference())
         self._check_input(x)
         if x.shape[1] != self.num_features:
             raise ValueError(f"{type(self).__name__}: input of shape {x.shape} has "
@@ -167,7 +173,7 @@ class _InstanceNorm(_NormBase):
                          dtype=dtype)
 
     def forward(self, input: Any) -> Tensor:
-        x = as_tensor(input)
+        x = layer_input(type(self).__name__, input, self._reference())
         self._check_input(x)
         fn = type(self).__name__
         feature_dim = x.ndim - self._unbatched_dims
@@ -233,7 +239,7 @@ class GroupNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, input: Any) -> Tensor:
-        x = as_tensor(input)
+        x = layer_input("GroupNorm", input, self.weight)
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ValueError(f"GroupNorm: input of shape {x.shape} must be (N, C, *) with "
                              f"C = num_channels={self.num_channels}")
@@ -267,6 +273,7 @@ class LayerNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, input: Any) -> Tensor:
+        input = layer_input("LayerNorm", input, self.weight)
         return Fn.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from . import lr_scheduler
+from .adadelta import Adadelta
 from .adam import Adam, AdamW
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]
+__all__ = ["Adadelta", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]

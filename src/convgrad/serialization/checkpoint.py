@@ -30,6 +30,7 @@ from ..tensor import Tensor
 from .safetensors_format import load_safetensors, save_safetensors
 from .structure import Malformed as _Malformed
 from .structure import flatten, unflatten
+from .torch_format import is_torch_archive, load_torch, save_torch
 
 __all__ = ["load", "save"]
 
@@ -59,6 +60,9 @@ def save(obj: Any, path: str | os.PathLike) -> None:
     path = _path(path, fn)
     if _is_safetensors(path):
         save_safetensors(obj, path, fn)
+        return
+    if path.lower().endswith((".pt", ".pth")):
+        save_torch(obj, path)
         return
     if _flat_arrays(obj):
         arrays = [(key, np.asarray(v.data if isinstance(v, Tensor) else v))
@@ -106,7 +110,14 @@ def load(path: str | os.PathLike) -> Any:
         magic = f.read(4)
     if magic not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip archive (or an empty one)
         raise ValueError(f"{fn}: {path!r} is not an .npz archive (no zip signature; "
-                         "expected a file written by convgrad.save)")
+                         "expected a file written by convgrad.save, or by torch.save in its "
+                         "zip format)")
+    if is_torch_archive(path):
+        try:
+            return load_torch(path)
+        except Exception as e:  # any failure to parse an untrusted file is a bad file
+            raise ValueError(f"{fn}: {path!r} is not a PyTorch state file convgrad can read: "
+                             f"{type(e).__name__}: {e}") from None
     try:
         return _read_archive(path)
     except _Malformed as e:

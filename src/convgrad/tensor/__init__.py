@@ -8,6 +8,23 @@ the function forms of the methods (``cg.exp(x)``).
 
 from __future__ import annotations
 
+from .creation import (
+    arange,
+    empty,
+    empty_like,
+    eye,
+    full,
+    full_like,
+    linspace,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn_like,
+    randperm,
+    zeros_like,
+)
+from .interop import from_dlpack
 from .tensor import (
     Tensor,
     as_tensor,
@@ -22,5 +39,7 @@ from .tensor import (
     zeros,
 )
 
-__all__ = ["Tensor", "as_tensor", "cat", "concatenate", "from_numpy", "ones", "randn", "stack",
-           "tensor", "where", "zeros"]
+__all__ = ["arange", "empty", "empty_like", "eye", "full", "full_like", "linspace",
+           "ones_like", "rand", "rand_like", "randint", "randn_like", "randperm", "zeros_like",
+           "from_dlpack", "Tensor", "as_tensor", "cat", "concatenate", "from_numpy", "ones",
+           "randn", "stack", "tensor", "where", "zeros"]

@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from .. import autograd as _autograd
+from .. import devices as _device
 from .. import random as _random
 from ..autograd import register_tensor_type
 from . import elementwise as _ew
+from . import hooks as _hooks
 from . import inplace as _inplace
 from . import lazy as _lazy
 from . import reduce as _red
@@ -27,6 +29,7 @@ from . import return_types as _rt
 from . import shape as _sh
 from . import version as _versions
 from .inplace import InPlaceMixin
+from .torch_methods import TorchMethodsMixin
 
 __all__ = [
     "Tensor",
@@ -81,6 +84,9 @@ def _array_data(fn: str, data: Any, dtype: Any = None, copy: bool | None = None)
     own = None
     if isinstance(data, Tensor):
         data, own = data.data, data.data.dtype
+    elif is_torch_tensor(data):
+        data = torch_array(fn, data)
+        own = data.dtype if data.dtype in _DTYPES else None
     if _lazy.is_dask_array(data):  # stays lazy (np.asarray would compute it); immutable
         if data.dtype.kind not in "biuf":
             raise TypeError(f"{fn}: data of dtype {data.dtype} is not supported; "
@@ -104,6 +110,19 @@ def _array_data(fn: str, data: Any, dtype: Any = None, copy: bool | None = None)
     else:
         dt = np.dtype(np.float32)
     return np.array(arr, dtype=dt, copy=copy)
+
+
+def is_torch_tensor(x: Any) -> bool:
+    """Whether ``x`` is a ``torch.Tensor`` (without importing torch)."""
+    return any(c.__module__ == "torch" and c.__name__ == "Tensor" for c in type(x).__mro__)
+
+
+def torch_array(fn: str, t: Any) -> np.ndarray:
+    """A copy of a ``torch.Tensor``'s values (detached; on the CPU) as an ndarray."""
+    if str(t.device) != "cpu":
+        raise ValueError(f"{fn}: the torch.Tensor is on device {t.device}; convgrad runs on "
+                         "the CPU only (move it with .cpu() first)")
+    return np.array(t.detach().resolve_conj().resolve_neg().numpy(), copy=True)
 
 
 def _result(value: Any) -> Any:
@@ -180,9 +199,13 @@ def _no_bool(fn: str, t: Tensor, other: Any, both: bool = False) -> None:
                         + ("" if both else "; to invert a mask use ~ or logical_not()"))
 
 
-def as_tensor(x: Any) -> Tensor:
-    """A Tensor as it is; anything else (ndarray, list, number) as a constant Tensor."""
-    return x if isinstance(x, Tensor) else Tensor(x)
+def as_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """A Tensor as it is (cast to ``dtype`` if given); anything else (ndarray, list, number,
+    torch.Tensor) as a constant Tensor, sharing an ndarray's memory when it can."""
+    _device.check_device("as_tensor", device)
+    if isinstance(x, Tensor):
+        return x if dtype is None else x.to(dtype)
+    return Tensor(x, dtype=dtype)
 
 
 def _dims(fn: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
@@ -262,14 +285,14 @@ def _index(index: Any) -> tuple:
 
 
 # ----------------------------------------------------------------------------- Tensor
-class Tensor(InPlaceMixin):
+class Tensor(InPlaceMixin, TorchMethodsMixin):
     """An n-dimensional array with reverse-mode autodiff (float32 and float64 tensors).
 
     ``data`` is the ndarray, ``grad`` the accumulated gradient (a Tensor) of a leaf,
     ``grad_fn`` the graph node that produced it (None for leaves).
     """
 
-    __slots__ = ("data", "grad", "grad_fn", "_requires_grad", "__weakref__")
+    __slots__ = ("data", "grad", "grad_fn", "_requires_grad", "_hooks", "__weakref__")
     __array_ufunc__ = None  # `ndarray (op) Tensor` defers to the Tensor's reflected operator
     __hash__ = object.__hash__  # tensors are dict keys; == is elementwise
 
@@ -305,6 +328,35 @@ class Tensor(InPlaceMixin):
         self._requires_grad = bool(flag)
         if flag:
             _versions.own_leaf(self)
+
+    def register_hook(self, hook: Any) -> Any:
+        """Call ``hook(grad)`` with this tensor's gradient during backward; a non-None
+        result replaces the gradient.  Returns a handle whose ``remove()`` drops it."""
+        if not callable(hook):
+            raise TypeError(f"register_hook: hook={hook!r} must be callable")
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is None:
+            if getattr(self, "_hooks", None) is None:
+                self._hooks = {}
+            hooks = self._hooks
+        else:
+            hooks = self.grad_fn.__dict__.setdefault("tensor_hooks", {})
+        return _hooks.RemovableHandle(hooks, hook)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` (accumulated, as a leaf's)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on a tensor that has requires_grad=False")
+        if self.grad_fn is None or self.retains_grad:
+            return
+        self._hooks = _hooks.RETAINS  # (a non-leaf's own hooks live on its node)
+        self.register_hook(_hooks.Retainer(self))
+
+    @property
+    def retains_grad(self) -> bool:
+        return self.grad_fn is not None and getattr(self, "_hooks", None) is _hooks.RETAINS
 
     def requires_grad_(self, flag: bool = True) -> Tensor:
         self.requires_grad = flag
@@ -383,6 +435,13 @@ class Tensor(InPlaceMixin):
         if dtype is None and not copy:
             return data
         return np.array(data, dtype=dtype, copy=True if copy else None)
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any:
+        """The DLPack capsule of ``data`` (``torch.from_dlpack(t)`` shares the memory)."""
+        return self._eager("__dlpack__").__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self) -> tuple:
+        return self._eager("__dlpack_device__").__dlpack_device__()
 
     def __len__(self) -> int:
         if self.data.ndim == 0:
@@ -616,20 +675,60 @@ class Tensor(InPlaceMixin):
 
     clamp = clip
 
-    # -- dtype conversions
-    def to(self, dtype: Any, copy: bool = False) -> Tensor:
+    # -- dtype and device conversions
+    def to(self, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False,
+           non_blocking: bool = False) -> Tensor:
         """This tensor in ``dtype`` (self when it has it already, unless ``copy``).
 
-        Casts between float32 and float64 are differentiable; casts to integer or bool
-        types are not (the result requires no grad, as in torch).  ``dtype`` may also be a
-        Tensor, whose dtype is taken.
+        As torch: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` (its
+        dtype).  The device must be the CPU (``"cpu"`` changes nothing; any other is a
+        ValueError).  Casts between float32 and float64 are differentiable; casts to
+        integer or bool types are not (the result requires no grad, as in torch).
         """
-        dt = _tensor_dtype("to", dtype.dtype if isinstance(dtype, Tensor) else dtype)
+        for a in args:
+            if isinstance(a, Tensor):
+                dtype = a.data.dtype if dtype is None else dtype
+            elif _device.is_device(a):
+                device = a
+            elif isinstance(a, bool):  # torch's positional non_blocking: nothing to do
+                continue
+            elif a is not None:
+                dtype = a
+        _device.check_device("to", device)
+        if dtype is None:
+            return self.clone() if copy else self
+        dt = _tensor_dtype("to", dtype)
         if dt == self.data.dtype:
             return self.clone() if copy else self
         if dt.kind == "f" and self.data.dtype.kind == "f":
             return _ew.Cast.apply(self, dtype=dt)
         return Tensor._wrap(self.data.astype(dt))
+
+    def type(self, dtype: Any = None) -> Any:
+        """The dtype's name without ``dtype``; else ``to(dtype)``."""
+        return f"convgrad.{self.data.dtype}" if dtype is None else self.to(dtype)
+
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.data.dtype)
+
+    @property
+    def device(self) -> _device.device:
+        """Always the CPU."""
+        return _device.CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def cpu(self) -> Tensor:
+        """Self: convgrad tensors live on the CPU."""
+        return self
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
+        """Always a ValueError: convgrad runs on the CPU only."""
+        _device.check_device("cuda", "cuda" if device is None else f"cuda:{device}"
+                             if isinstance(device, int) else device)
+        return self
 
     astype = to
 
@@ -792,12 +891,14 @@ class Tensor(InPlaceMixin):
 
 
 # ----------------------------------------------------------------------------- constructors
-def tensor(data: Any, requires_grad: bool = False, dtype: Any = None) -> Tensor:
-    """A new leaf Tensor holding a copy of ``data``.
+def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, device: Any = None
+           ) -> Tensor:
+    """A new leaf Tensor holding a copy of ``data`` (a torch.Tensor is copied detached).
 
     Lists, numbers and integer or bool arrays become float32 unless ``dtype`` says
     otherwise (int64, int32, bool); float32/float64 arrays keep their dtype.
     """
+    _device.check_device("tensor", device)
     arr = _array_data("tensor", data, dtype, copy=True)
     return Tensor(arr, requires_grad, arr.dtype)
 
@@ -809,21 +910,29 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor(array)
 
 
-def zeros(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+          ) -> Tensor:
+    _device.check_device("zeros", device)
     dt = np.float32 if dtype is None else _tensor_dtype("zeros", dtype)
     return Tensor._wrap(np.zeros(_shape_arg(shape), dt)).requires_grad_(requires_grad)
 
 
-def ones(*shape: Any, dtype: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+         ) -> Tensor:
+    _device.check_device("ones", device)
     dt = np.float32 if dtype is None else _tensor_dtype("ones", dtype)
     return Tensor._wrap(np.ones(_shape_arg(shape), dt)).requires_grad_(requires_grad)
 
 
-def randn(*shape: Any, rng: Any = None, dtype: Any = None, requires_grad: bool = False) -> Tensor:
-    """Standard normal samples from ``rng`` (a numpy Generator or an int seed); with
-    ``rng=None`` from the library-wide generator that ``cg.manual_seed`` seeds."""
+def randn(*shape: Any, rng: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False, generator: Any = None) -> Tensor:
+    """Standard normal samples from ``generator`` (or its alias ``rng``: a numpy Generator
+    or an int seed); with neither, from the library-wide generator that
+    ``cg.manual_seed`` seeds."""
+    _device.check_device("randn", device)
     dt = np.float32 if dtype is None else _check_dtype("randn", dtype)
-    data = _random.generator(rng, "randn").standard_normal(_shape_arg(shape), dtype=dt)
+    gen = _random.generator(generator if rng is None else rng, "randn")
+    data = gen.standard_normal(_shape_arg(shape), dtype=dt)
     return Tensor._wrap(data).requires_grad_(requires_grad)
 
 

@@ -3,8 +3,8 @@
 
 Samples that are Tensors (of their dtype, integer labels included) or float arrays
 stack into a Tensor with a new leading batch dim; Python floats become a float64 Tensor
-(torch's choice).  Integer and bool ndarrays and Python ints (class labels, masks)
-stack into an integer or bool ndarray, which the losses accept as targets.  Tuples,
+and Python ints an int64 Tensor (torch's choices).  Integer and bool ndarrays (class
+labels, masks) stack into an int64 (int32 stays int32) or bool Tensor.  Tuples,
 lists, dicts and named tuples are collated entry by entry and keep their type; strings
 stay lists.
 """
@@ -31,8 +31,10 @@ def _stack_arrays(arrays: list[np.ndarray], where: str) -> Any:
     out = np.stack(arrays)
     if out.dtype.kind == "f":
         return Tensor(out)
-    if out.dtype.kind in "biu":
-        return out
+    if out.dtype.kind == "b" or out.dtype in (np.int32, np.int64):
+        return Tensor(out, dtype=out.dtype)
+    if out.dtype.kind in "iu":
+        return Tensor(out, dtype=np.int64)
     raise TypeError(f"default_collate: {where} has dtype {out.dtype}; a batch must contain "
                     f"{_WHAT}")
 
@@ -53,9 +55,9 @@ def _collate(batch: list[Any], where: str) -> Any:
     if isinstance(elem, np.ndarray | np.generic):
         return _stack_arrays([np.asarray(x) for x in batch], where)
     if isinstance(elem, bool):
-        return np.array(batch, dtype=bool)
+        return Tensor(np.array(batch, dtype=bool), dtype=bool)
     if isinstance(elem, int):
-        return np.array(batch, dtype=np.int64)
+        return Tensor(np.array(batch, dtype=np.int64), dtype=np.int64)
     if isinstance(elem, float):
         return Tensor(np.array(batch, dtype=np.float64))
     if isinstance(elem, str | bytes):

@@ -1,0 +1,57 @@
+"""Piecewise activations of ``torch.nn.functional``: ``hardtanh``, ``relu6``,
+``hardswish``, ``mish`` and ``prelu``, each made of differentiable Tensor operations
+(so their gradients are those operations')."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor, as_tensor, where
+from .layer_input import layer_input
+from .smooth_activation import _real, softplus
+
+__all__ = ["hardswish", "hardtanh", "mish", "prelu", "relu6"]
+
+
+def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
+             inplace: bool = False) -> Tensor:
+    """``x`` clamped to ``[min_val, max_val]``."""
+    lo, hi = _real("hardtanh", "min_val", min_val), _real("hardtanh", "max_val", max_val)
+    if lo > hi:
+        raise ValueError(f"hardtanh: min_val={min_val} must be <= max_val={max_val}")
+    return as_tensor(input).clamp(lo, hi)
+
+
+def relu6(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``min(max(x, 0), 6)``."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+def hardswish(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``x * relu6(x + 3) / 6``."""
+    x = as_tensor(input)
+    return x * (x + 3.0).clamp(0.0, 6.0) / 6.0
+
+
+def mish(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``x * tanh(softplus(x))``."""
+    x = as_tensor(input)
+    return x * softplus(x).tanh()
+
+
+def prelu(input: Any, weight: Any) -> Tensor:  # noqa: A002
+    """``x`` where positive, else ``weight * x``; ``weight`` has one slope or one per
+    channel (dim 1)."""
+    w = weight if isinstance(weight, Tensor) else None
+    x = layer_input("prelu", input, w)
+    w = w if w is not None else Tensor(np.asarray(weight, x.dtype))
+    if w.ndim > 1 or (w.numel() != 1 and (x.ndim < 2 or w.numel() != x.shape[1])):
+        raise ValueError(f"prelu: weight of shape {w.shape} must hold 1 slope or one per "
+                         f"channel of the input of shape {x.shape}")
+    if w.numel() != 1:
+        w = w.reshape((-1,) + (1,) * (x.ndim - 2))
+    elif w.ndim:
+        w = w.reshape(())
+    return where(x.data > 0, x, w * x)

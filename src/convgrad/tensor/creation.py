@@ -1,0 +1,188 @@
+"""Creation functions with torch's signatures: ``full``, ``empty``, ``rand``, ``randint``,
+``randperm``, ``arange``, ``linspace``, ``eye`` and the ``*_like`` forms.
+
+Each takes ``dtype``, ``device`` (the CPU only) and ``requires_grad``; the random ones
+take ``generator`` (a numpy Generator or an int seed; None: the library-wide generator
+of ``cg.manual_seed``).  Default dtypes are torch's: float32 for floats, int64 for
+integers (``full(shape, 3)``, ``arange(5)``, ``randint``, ``randperm``), bool for bools.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+
+from .. import devices as _device
+from .. import random as _random
+from .tensor import Tensor, _check_dtype, _shape_arg, _tensor_dtype
+
+__all__ = ["arange", "empty", "empty_like", "eye", "full", "full_like", "linspace", "ones_like",
+           "rand", "rand_like", "randint", "randn_like", "randperm", "zeros_like"]
+
+
+def _leaf(fn: str, data: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
+    _device.check_device(fn, device)
+    t = Tensor._wrap(data)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _shape(fn: str, shape: tuple) -> tuple[int, ...]:
+    shape = _shape_arg(shape)
+    if any(isinstance(s, bool) or not isinstance(s, Integral) or s < 0 for s in shape):
+        raise ValueError(f"{fn}: size={tuple(shape)!r} must be ints >= 0")
+    return tuple(int(s) for s in shape)
+
+
+def _scalar_dtype(value: Any) -> np.dtype:
+    """torch's default dtype for a Python number: bool, int64 or float32."""
+    if isinstance(value, bool | np.bool_):
+        return np.dtype(np.bool_)
+    if isinstance(value, Integral):
+        return np.dtype(np.int64)
+    return np.dtype(np.float32)
+
+
+def _like_dtype(fn: str, t: Any, dtype: Any) -> np.dtype:
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{fn}: input must be a convgrad.Tensor, got {type(t).__name__}")
+    return t.data.dtype if dtype is None else _tensor_dtype(fn, dtype)
+
+
+def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """A tensor of ``size`` filled with ``fill_value`` (dtype from the value, as torch)."""
+    if not isinstance(fill_value, Real | np.bool_):
+        raise TypeError(f"full: fill_value={fill_value!r} must be a number")
+    dt = _scalar_dtype(fill_value) if dtype is None else _tensor_dtype("full", dtype)
+    return _leaf("full", np.full(_shape("full", (size,)), fill_value, dt), device,
+                 requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+          ) -> Tensor:
+    """An uninitialised tensor (its values are whatever the memory held)."""
+    dt = np.float32 if dtype is None else _tensor_dtype("empty", dtype)
+    return _leaf("empty", np.empty(_shape("empty", size), dt), device, requires_grad)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,  # noqa: A002
+               requires_grad: bool = False) -> Tensor:
+    dt = _like_dtype("zeros_like", input, dtype)
+    return _leaf("zeros_like", np.zeros(input.shape, dt), device, requires_grad)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,  # noqa: A002
+              requires_grad: bool = False) -> Tensor:
+    dt = _like_dtype("ones_like", input, dtype)
+    return _leaf("ones_like", np.ones(input.shape, dt), device, requires_grad)
+
+
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None,  # noqa: A002
+              device: Any = None, requires_grad: bool = False) -> Tensor:
+    dt = _like_dtype("full_like", input, dtype)
+    return _leaf("full_like", np.full(input.shape, fill_value, dt), device, requires_grad)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,  # noqa: A002
+               requires_grad: bool = False) -> Tensor:
+    dt = _like_dtype("empty_like", input, dtype)
+    return _leaf("empty_like", np.empty(input.shape, dt), device, requires_grad)
+
+
+def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    """Samples of U[0, 1)."""
+    dt = np.float32 if dtype is None else _check_dtype("rand", dtype)
+    data = _random.generator(generator, "rand").random(_shape("rand", size), dtype=dt)
+    return _leaf("rand", data, device, requires_grad)
+
+
+def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None,  # noqa: A002
+              device: Any = None, requires_grad: bool = False) -> Tensor:
+    dt = _check_dtype("rand_like", _like_dtype("rand_like", input, dtype))
+    return rand(input.shape, generator=generator, dtype=dt, device=device,
+                requires_grad=requires_grad)
+
+
+def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None,  # noqa: A002
+               device: Any = None, requires_grad: bool = False) -> Tensor:
+    dt = _check_dtype("randn_like", _like_dtype("randn_like", input, dtype))
+    data = _random.generator(generator, "randn_like").standard_normal(input.shape, dtype=dt)
+    return _leaf("randn_like", data, device, requires_grad)
+
+
+def _int(fn: str, name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise TypeError(f"{fn}: {name}={value!r} must be an int")
+    return int(value)
+
+
+def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
+            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """Integers drawn uniformly from [low, high) (``randint(high, size)`` from [0, high))."""
+    if size is None:  # randint(high, size)
+        low, high, size = 0, low, high
+    low, high = _int("randint", "low", low), _int("randint", "high", high)
+    if size is None:
+        raise TypeError("randint: size is required (a tuple of ints)")
+    if low >= high:
+        raise ValueError(f"randint: low={low} must be < high={high}")
+    dt = np.dtype(np.int64) if dtype is None else _tensor_dtype("randint", dtype)
+    data = _random.generator(generator, "randint").integers(low, high, _shape("randint",
+                                                                             (size,)))
+    return _leaf("randint", data.astype(dt), device, requires_grad)
+
+
+def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """A random permutation of 0 .. n-1 (int64)."""
+    n = _int("randperm", "n", n)
+    if n < 0:
+        raise ValueError(f"randperm: n={n} must be >= 0")
+    dt = np.dtype(np.int64) if dtype is None else _tensor_dtype("randperm", dtype)
+    data = _random.generator(generator, "randperm").permutation(n).astype(dt)
+    return _leaf("randperm", data, device, requires_grad)
+
+
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
+           device: Any = None, requires_grad: bool = False) -> Tensor:
+    """``start, start + step, ...`` below ``end`` (int64 if every bound is an int, else
+    float32, as torch)."""
+    if end is None:
+        start, end = 0, start
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, bool) or not isinstance(v, Real):
+            raise TypeError(f"arange: {name}={v!r} must be a number")
+    if step == 0:
+        raise ValueError("arange: step=0 must be nonzero")
+    ints = all(isinstance(v, Integral) for v in (start, end, step))
+    dt = (np.dtype(np.int64) if ints else np.dtype(np.float32)) if dtype is None \
+        else _tensor_dtype("arange", dtype)
+    n = max(0, int(np.ceil((end - start) / step)))
+    data = (start + step * np.arange(n, dtype=np.float64 if not ints else np.int64))
+    return _leaf("arange", data.astype(dt), device, requires_grad)
+
+
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (float32)."""
+    steps = _int("linspace", "steps", steps)
+    if steps < 0:
+        raise ValueError(f"linspace: steps={steps} must be >= 0")
+    dt = np.dtype(np.float32) if dtype is None else _tensor_dtype("linspace", dtype)
+    return _leaf("linspace", np.linspace(start, end, steps).astype(dt), device, requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    """The ``n`` x ``m`` identity (float32)."""
+    n = _int("eye", "n", n)
+    m = n if m is None else _int("eye", "m", m)
+    if n < 0 or m < 0:
+        raise ValueError(f"eye: n={n} and m={m} must be >= 0")
+    dt = np.dtype(np.float32) if dtype is None else _tensor_dtype("eye", dtype)
+    return _leaf("eye", np.eye(n, m, dtype=dt), device, requires_grad)

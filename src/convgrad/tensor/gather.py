@@ -1,0 +1,74 @@
+"""``gather`` along a dim and its adjoint ``scatter_add``, and ``cumsum``.
+
+``Gather`` and ``ScatterAdd`` are each other's adjoints (an index may repeat: the
+adjoint of a gather adds the gradients of the repeats); ``Cumsum``'s adjoint is the
+reversed cumulative sum.  Each ``backward`` is Tensor code, so it is differentiable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd import Context, Function
+
+Tensor = Any  # annotations: the tensor layer's Tensor
+
+__all__ = ["Cumsum", "Gather", "ScatterAdd", "full_index"]
+
+
+def full_index(index: np.ndarray, dim: int) -> tuple:
+    """The NumPy index that ``index`` along ``dim`` means: ``out[i][j][k] = x[i][index[i][j]
+    [k]][k]`` for dim 1 (every other dim indexed by its own position)."""
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+class Gather(Function):
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
+        ctx.index, ctx.dim = index, dim
+        return x[full_index(index, dim)]
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # y = x at index copies elements: each gradient returns to its source, repeats summed
+        return ScatterAdd.apply(grad, index=ctx.index, dim=ctx.dim, shape=ctx.inputs[0].shape)
+
+
+class ScatterAdd(Function):
+    """``zeros(shape)`` plus ``g`` added at ``index`` along ``dim``: Gather's adjoint."""
+
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, g: np.ndarray, index: np.ndarray, dim: int,
+                shape: tuple) -> np.ndarray:
+        ctx.index, ctx.dim = index, dim
+        out = np.zeros(shape, g.dtype)
+        np.add.at(out, full_index(index, dim), g)
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # out is linear in g: dg = dout at index
+        return Gather.apply(grad, index=ctx.index, dim=ctx.dim)
+
+
+class Cumsum(Function):
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, dim: int) -> np.ndarray:
+        ctx.dim = dim
+        return np.cumsum(x, axis=dim, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # y_i = sum_{j <= i} x_j  =>  dx_j = sum_{i >= j} dy_i: a cumsum of the reversed grad
+        d = ctx.dim
+        return Cumsum.apply(grad.flip(d), dim=d).flip(d)

@@ -1,0 +1,110 @@
+"""cg.load reads torch.save's zip format (state dicts) without unpickling code; cg.save
+to a .pt/.pth path writes a file torch.load(weights_only=True) reads."""
+
+import os
+import pickle
+import zipfile
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+import torch
+
+import convgrad as cg
+
+
+def _torch_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                               torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(16, 2))
+
+
+def _cg_model():
+    return cg.nn.Sequential(cg.nn.Conv2d(3, 4, 3), cg.nn.BatchNorm2d(4), cg.nn.ReLU(),
+                            cg.nn.Flatten(), cg.nn.Linear(16, 2))
+
+
+def test_a_torch_state_dict_loads_into_the_same_model(tmp_path):
+    tm = _torch_model()
+    tm.train()(torch.randn(5, 3, 4, 4))  # running statistics and num_batches_tracked move
+    path = tmp_path / "model.pth"
+    torch.save(tm.state_dict(), path)
+    sd = cg.load(path)
+    assert list(sd) == list(tm.state_dict())
+    for k, v in tm.state_dict().items():
+        assert sd[k].dtype == v.numpy().dtype
+        np.testing.assert_array_equal(sd[k], v.numpy())
+    m = _cg_model()
+    m.load_state_dict(sd)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype(np.float32)
+    got = m.eval()(cg.tensor(x)).numpy()
+    want = tm.eval()(torch.tensor(x)).detach().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_views_dtypes_and_nested_containers_as_torch_wrote_them(tmp_path):
+    base = torch.arange(24, dtype=torch.float64).reshape(4, 6)
+    obj = {"t": base.t(), "s": base[1:, ::2], "i": torch.arange(5, dtype=torch.int32),
+           "b": torch.tensor([True, False]), "h": torch.tensor([1.5, -2.0], dtype=torch.half),
+           "bf": torch.tensor([1.5, -3.25], dtype=torch.bfloat16), "e": torch.zeros(0, 3),
+           "meta": [1, 2.5, None, "x", (True, 3)], "n": {7: torch.ones(1)}}
+    path = tmp_path / "obj.pt"
+    torch.save(obj, path)
+    got = cg.load(path)
+    for k in ("t", "s", "i", "b", "h", "e"):
+        assert got[k].dtype == obj[k].numpy().dtype
+        np.testing.assert_array_equal(got[k], obj[k].numpy())
+    assert got["bf"].dtype == np.float32 and got["bf"].tolist() == [1.5, -3.25]
+    assert got["meta"] == [1, 2.5, None, "x", (True, 3)]
+    assert got["n"][7].tolist() == [1.0]
+
+
+def test_cg_save_to_pt_is_read_by_torch_weights_only(tmp_path):
+    m = _cg_model()
+    path = tmp_path / "ours.pt"
+    cg.save(m.state_dict(), path)
+    sd = torch.load(path, weights_only=True)
+    assert isinstance(sd, OrderedDict) and list(sd) == list(m.state_dict())
+    tm = _torch_model()
+    tm.load_state_dict(sd)
+    for k, v in m.state_dict().items():
+        np.testing.assert_array_equal(sd[k].numpy(), v)
+    nested = {"epoch": 3, "lr": [0.1, 0.01], "w": cg.ones(2, 3).T, "none": None,
+              "flags": (True, False), "i": np.arange(4, dtype=np.int64)}
+    cg.save(nested, tmp_path / "n.pth")
+    back = torch.load(tmp_path / "n.pth", weights_only=True)
+    assert back["epoch"] == 3 and back["lr"] == [0.1, 0.01] and back["none"] is None
+    assert back["flags"] == (True, False) and back["i"].tolist() == [0, 1, 2, 3]
+    assert back["w"].shape == (3, 2) and back["w"].dtype == torch.float32
+    assert cg.load(tmp_path / "n.pth")["lr"] == [0.1, 0.01]
+
+
+class _Evil:
+    def __reduce__(self):
+        return (os.system, ("echo pwned > /dev/null",))
+
+
+def test_pickled_code_and_modules_are_refused(tmp_path):
+    path = tmp_path / "module.pth"
+    torch.save(torch.nn.Linear(2, 2), path)  # a pickled module, not a state dict
+    with pytest.raises(ValueError, match="torch.nn.modules.linear.Linear"):
+        cg.load(path)
+    evil = tmp_path / "evil.pt"
+    with zipfile.ZipFile(evil, "w") as z:
+        z.writestr("evil/data.pkl", pickle.dumps({"x": _Evil()}, protocol=2))
+    with pytest.raises(ValueError, match="system"):
+        cg.load(evil)
+
+
+def test_a_tensor_record_reaching_past_its_storage_is_refused(tmp_path):
+    path = tmp_path / "bad.pt"
+    torch.save({"w": torch.ones(4)}, path)
+    with zipfile.ZipFile(path) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    pkl = next(n for n in members if n.endswith("data.pkl"))
+    members[pkl] = members[pkl].replace(b"K\x04\x85", b"K\x09\x85")  # size (4,) -> (9,)
+    with zipfile.ZipFile(path, "w") as z:
+        for n, b in members.items():
+            z.writestr(n, b)
+    with pytest.raises(ValueError, match="storage"):
+        cg.load(path)
