@@ -21,6 +21,8 @@ from convgrad.functional.smooth_activation import ELU, LogSigmoid, NormalCDF, So
 from convgrad.ops import ConvSpec
 from convgrad.tensor import conv as C
 from convgrad.tensor import elementwise as E
+from convgrad.tensor import gather as G
+from convgrad.tensor import hooks as H
 from convgrad.tensor import reduce as R
 from convgrad.tensor import shape as S
 
@@ -91,7 +93,25 @@ SAMPLES = {
     NormalCDF: (lambda a: NormalCDF.apply(a), [arr(2, 3)]),
     Softplus: (lambda a: Softplus.apply(a, beta=1.0, threshold=20.0), [arr(2, 3)]),
     LogSigmoid: (lambda a: LogSigmoid.apply(a), [arr(2, 3)]),
+    G.Gather: (lambda a: G.Gather.apply(a, index=IDX, dim=1), [arr(2, 3)]),
+    G.ScatterAdd: (lambda a: G.ScatterAdd.apply(a, index=IDX, dim=1, shape=(2, 3)),
+                   [arr(2, 3)]),
+    G.Cumsum: (lambda a: G.Cumsum.apply(a, dim=1), [arr(2, 3)]),
+    H.BackwardHookOut: (lambda a: H.BackwardHookOut.apply(a, state=_HookState(), index=0),
+                        [arr(2, 3)]),
+    H.BackwardHookIn: (lambda a: H.BackwardHookIn.apply(a, state=_HookState(), index=0),
+                       [arr(2, 3)]),
 }
+
+
+class _HookState:
+    """What a module's backward hooks would be told: here, nothing is changed."""
+
+    def output_grad(self, index, grad):
+        pass
+
+    def input_grad(self, index, grad):
+        return grad
 
 
 def _standardize(x):

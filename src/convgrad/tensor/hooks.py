@@ -53,6 +53,7 @@ class BackwardHookOut(Function):
     """Identity on a module's output; backward records the output's gradient."""
 
     reads = ()
+    view = True  # the output is the input's own array
 
     @staticmethod
     def forward(ctx: Context, y: np.ndarray, state: Any, index: int) -> np.ndarray:
@@ -71,6 +72,7 @@ class BackwardHookIn(Function):
     which may replace it."""
 
     reads = ()
+    view = True  # the output is the input's own array
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, state: Any, index: int) -> np.ndarray:
