@@ -7,13 +7,21 @@ It knows no operation and no Tensor class (the tensor layer registers its class 
 from __future__ import annotations
 
 from .engine import backward, grad
-from .function import OUTPUT, Context, Function, mark_modified, register_tensor_type
+from .function import (
+    OUTPUT,
+    Context,
+    Function,
+    mark_modified,
+    register_tensor_type,
+    tensor_type,
+)
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = [
     "OUTPUT",
     "Context",
     "Function",
+    "tensor_type",
     "backward",
     "enable_grad",
     "grad",

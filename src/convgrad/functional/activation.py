@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tensor import Tensor, as_tensor
+from ..tensor import Tensor, args, as_tensor
 from ..tensor.elementwise import LeakyReLU
 from ..tensor.reduce import LogSoftmax, Softmax
-from ..tensor.tensor import _alias, _dim
 
 __all__ = ["leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "tanh"]
 
@@ -35,10 +34,10 @@ def tanh(input: Any) -> Tensor:  # noqa: A002
 
 
 def _softmax_dim(fn: str, x: Tensor, dim: Any, axis: Any) -> int:
-    dim = _alias(fn, "dim", dim, "axis", axis, None)
+    dim = args.alias(fn, "dim", dim, "axis", axis, None)
     if dim is None:
         raise TypeError(f"{fn}: dim is required (the dim that sums to one)")
-    return _dim(fn, dim, max(x.ndim, 1))  # (a 0-d tensor has dim 0 or -1, as torch)
+    return args.dim(fn, dim, max(x.ndim, 1))  # (a 0-d tensor has dim 0 or -1, as torch)
 
 
 def _along(op: Any, fn: str, input: Any, dim: Any, axis: Any) -> Tensor:

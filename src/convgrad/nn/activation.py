@@ -13,7 +13,7 @@ from ..functional import activation as Fa
 from ..functional import piecewise_activation as Fp
 from ..functional import smooth_activation as Fs
 from ..tensor import Tensor, as_tensor
-from ..tensor.tensor import _check_dtype
+from ..tensor.args import check_dtype
 from .module import Module, Parameter
 
 __all__ = ["ELU", "GELU", "Hardswish", "Hardtanh", "Mish", "PReLU", "ReLU6", "SiLU", "Softmax",
@@ -159,7 +159,7 @@ class PReLU(Module):
         if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) \
                 or num_parameters < 1:
             raise ValueError(f"PReLU: num_parameters={num_parameters!r} must be an int >= 1")
-        dt = np.dtype(np.float32) if dtype is None else _check_dtype("PReLU", dtype)
+        dt = np.dtype(np.float32) if dtype is None else check_dtype("PReLU", dtype)
         self.num_parameters = num_parameters
         self.init = init
         self.weight = Parameter(np.full(num_parameters, init, dt))

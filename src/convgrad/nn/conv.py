@@ -22,7 +22,7 @@ import numpy as np
 from ..functional.conv import convolve
 from ..functional.conv_args import conv_args, per_dim, transpose_args
 from ..tensor import Tensor
-from ..tensor.tensor import _check_dtype
+from ..tensor.args import check_dtype
 from . import init
 from .module import Module, Parameter
 
@@ -63,7 +63,7 @@ class _ConvNd(Module):
         self.padding = padding
         if not isinstance(bias, bool):
             raise TypeError(f"{fn}: bias={bias!r} must be a bool")
-        dt = np.dtype(np.float32) if dtype is None else _check_dtype(fn, dtype)
+        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
         if self.transposed:
             w_shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:

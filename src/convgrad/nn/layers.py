@@ -18,7 +18,7 @@ from ..functional.layer_input import layer_input
 from ..functional.unfold import fold as _fold
 from ..functional.unfold import unfold as _unfold
 from ..tensor import Tensor, as_tensor
-from ..tensor.tensor import _check_dtype
+from ..tensor.args import check_dtype
 from . import init
 from .conv import _positive_int
 from .module import Module, Parameter
@@ -44,7 +44,7 @@ class Linear(Module):
         self.out_features = _positive_int("out_features", out_features, "Linear")
         if not isinstance(bias, bool):
             raise TypeError(f"Linear: bias={bias!r} must be a bool")
-        dt = np.dtype(np.float32) if dtype is None else _check_dtype("Linear", dtype)
+        dt = np.dtype(np.float32) if dtype is None else check_dtype("Linear", dtype)
         self.weight = Parameter(np.empty((out_features, in_features), dt))
         if bias:
             self.bias = Parameter(np.empty(out_features, dt))

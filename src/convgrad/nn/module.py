@@ -17,8 +17,8 @@ import numpy as np
 
 from .. import devices as _device
 from ..tensor import Tensor
+from ..tensor.args import check_dtype
 from ..tensor.hooks import RemovableHandle
-from ..tensor.tensor import _check_dtype
 from . import hooks as _hooks
 from . import state as _state
 from .state import IncompatibleKeys
@@ -350,7 +350,7 @@ class Module:
         _device.check_device("Module.to", device)
         if dtype is None:
             return self
-        dt = _check_dtype("Module.to", dtype)
+        dt = check_dtype("Module.to", dtype)
         for p in self.parameters():
             if p.data.dtype != dt:
                 p.data = p.data.astype(dt)

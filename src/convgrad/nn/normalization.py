@@ -19,7 +19,7 @@ import numpy as np
 from ..functional import normalization as Fn
 from ..functional.layer_input import layer_input
 from ..tensor import Tensor
-from ..tensor.tensor import _check_dtype
+from ..tensor.args import check_dtype
 from .conv import _positive_int
 from .module import Module, Parameter
 
@@ -28,7 +28,7 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNo
 
 
 def _dtype(fn: str, dtype: Any) -> np.dtype:
-    return np.dtype(np.float32) if dtype is None else _check_dtype(fn, dtype)
+    return np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
 
 
 def _flag(fn: str, name: str, value: Any) -> bool:

@@ -16,7 +16,12 @@ import numpy as np
 
 from .. import devices as _device
 from .. import random as _random
-from .tensor import Tensor, _check_dtype, _shape_arg, _tensor_dtype
+from ..autograd import tensor_type
+from .args import check_dtype as _check_dtype
+from .args import shape_arg as _shape_arg
+from .args import tensor_dtype as _tensor_dtype
+
+Tensor = Any  # annotations: the registered Tensor class
 
 __all__ = ["arange", "empty", "empty_like", "eye", "full", "full_like", "linspace", "ones_like",
            "rand", "rand_like", "randint", "randn_like", "randperm", "zeros_like"]
@@ -24,7 +29,7 @@ __all__ = ["arange", "empty", "empty_like", "eye", "full", "full_like", "linspac
 
 def _leaf(fn: str, data: np.ndarray, device: Any, requires_grad: bool) -> Tensor:
     _device.check_device(fn, device)
-    t = Tensor._wrap(data)
+    t = tensor_type()._wrap(data)
     if requires_grad:
         t.requires_grad_(True)
     return t
@@ -47,7 +52,7 @@ def _scalar_dtype(value: Any) -> np.dtype:
 
 
 def _like_dtype(fn: str, t: Any, dtype: Any) -> np.dtype:
-    if not isinstance(t, Tensor):
+    if not isinstance(t, tensor_type()):
         raise TypeError(f"{fn}: input must be a convgrad.Tensor, got {type(t).__name__}")
     return t.data.dtype if dtype is None else _tensor_dtype(fn, dtype)
 

@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import is_grad_enabled
+from ..autograd import is_grad_enabled, tensor_type
 from . import elementwise as _ew
 from . import version as _versions
+from .operands import no_bool, pair
 
 __all__ = ["InPlaceMixin", "setitem"]
 
@@ -42,9 +43,8 @@ class InPlaceMixin:
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> Tensor:
         """``self -= alpha * other``."""
-        from .tensor import _no_bool
 
-        _no_bool("sub_", self, other)
+        no_bool("sub_", self, other)
         return _inplace(self, "sub_", _ew.Sub, _scaled("sub_", other, alpha))
 
     def mul_(self, other: Any) -> Tensor:
@@ -104,21 +104,21 @@ def _scaled(fn: str, other: Any, alpha: Any) -> Any:
 def _inplace(t: Tensor, fn: str, op: type, other: Any, true_div: bool = False,
              **kwargs: Any) -> Tensor:
     """Compute ``op(t, other)`` and make it ``t``'s value (and, when recorded, history)."""
-    from .tensor import Tensor, _pair  # (the module imports this one)
+    Tensor = tensor_type()
 
     def compute(old: Tensor) -> Tensor:
         if op is _ew.Clip:
             return op.apply(old, **kwargs)
         if op is _ew.Assign:
             return op.apply(old, other if isinstance(other, Tensor) else np.asarray(other))
-        return op.apply(*_pair(old, other, true_div))
+        return op.apply(*pair(old, other, true_div))
 
     return _commit(t, fn, compute, _recording(t, fn, other))
 
 
 def setitem(t: Tensor, index: tuple, value: Any) -> None:
     """``t[index] = value``: value broadcast to the indexed part, cast to ``t``'s dtype."""
-    from .tensor import Tensor
+    Tensor = tensor_type()
 
     if not _recording(t, "__setitem__", value):
         value = value.data if isinstance(value, Tensor) else value
@@ -152,7 +152,7 @@ def _is_view_at(a: Any, data: Any, index: tuple) -> bool:
 
 def _recording(t: Tensor, fn: str, other: Any) -> bool:
     """Check that ``t`` may be written; whether the write is recorded in the graph."""
-    from .tensor import Tensor
+    Tensor = tensor_type()
 
     data = t.data
     if isinstance(data, np.ndarray) and not data.flags.writeable:
@@ -170,7 +170,7 @@ def _recording(t: Tensor, fn: str, other: Any) -> bool:
 
 def _commit(t: Tensor, fn: str, compute: Any, record: bool) -> Tensor:
     """Write ``compute(old)`` into ``t``'s memory; ``old`` stands for ``t`` as it was."""
-    from .tensor import Tensor
+    Tensor = tensor_type()
 
     data = t.data
     old = Tensor._wrap(data, t.grad_fn) if record else t

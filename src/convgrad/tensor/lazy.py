@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.dask import is_dask_array
+from ..arraytypes import is_dask_array
+from ..autograd import tensor_type
 
 __all__ = ["compute", "eager_error", "get_item", "index_add", "is_dask_array", "pad_constant"]
 
@@ -34,7 +35,7 @@ def compute(*tensors: Any) -> tuple[np.ndarray, ...]:
     work, e.g. a forward pass under a loss and its gradients, is done once), on the
     current scheduler: a ``dask.distributed.Client`` if one is active.
     """
-    from .tensor import Tensor
+    Tensor = tensor_type()
 
     data = []
     for i, t in enumerate(tensors):

@@ -28,7 +28,21 @@ from . import reduce as _red
 from . import return_types as _rt
 from . import shape as _sh
 from . import version as _versions
+from .args import DTYPES as _DTYPES
+from .args import FLOATS as _FLOATS
+from .args import alias as _alias
+from .args import check_dtype as _check_dtype
+from .args import dim as _dim
+from .args import dims as _dims
+from .args import shape_arg as _shape_arg
+from .args import tensor_dtype as _tensor_dtype
 from .inplace import InPlaceMixin
+from .operands import SCALARS as _SCALARS
+from .operands import no_bool as _no_bool
+from .operands import operand as _operand
+from .operands import pair as _pair
+from .operands import promote as _promote
+from .operands import where
 from .torch_methods import TorchMethodsMixin
 
 __all__ = [
@@ -45,39 +59,10 @@ __all__ = [
     "zeros",
 ]
 
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-_DTYPES = _FLOATS + (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_))
-_KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion order: bool < int < float
-_DEFAULT = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32))  # per rank
 NOT_FLOAT_MESSAGE = "only Tensors of floating point dtype can require gradients"
 
 
 # ----------------------------------------------------------------------------- coercion
-def _check_dtype(fn: str, dtype: Any) -> np.dtype:
-    """A differentiable dtype: float32 or float64."""
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        dt = None
-    if dt not in _FLOATS:
-        raise TypeError(f"{fn}: dtype={dtype!r} is not supported; expected float32 or float64")
-    return dt
-
-
-def _tensor_dtype(fn: str, dtype: Any) -> np.dtype:
-    """Any dtype a Tensor holds: float32, float64, int32, int64 or bool."""
-    if isinstance(dtype, Tensor):
-        raise TypeError(f"{fn}: dtype must be a dtype, got a Tensor")
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        dt = None
-    if dt not in _DTYPES:
-        raise TypeError(f"{fn}: dtype={dtype!r} is not supported; expected float32, float64, "
-                        "int32, int64 or bool")
-    return dt
-
-
 def _array_data(fn: str, data: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
     """data as a Tensor's ndarray: ``dtype`` if given; else a Tensor's or a float32/float64
     array's own dtype; else (lists, numbers, integer and bool arrays) float32."""
@@ -131,72 +116,7 @@ def _result(value: Any) -> Any:
     return value if _lazy.is_dask_array(value) else np.asarray(value)
 
 
-def _operand(x: Any) -> Any:
-    """An operand of a binary op: a Tensor, a weak Python scalar or an ndarray of a Tensor
-    dtype (other integers become int64, other floats float32)."""
-    if isinstance(x, Tensor):
-        return x
-    if isinstance(x, bool | int | float):
-        return float(x) if isinstance(x, np.floating) else x  # np.float64 is a float too
-    arr = x if _lazy.is_dask_array(x) else np.asarray(x)  # (dask stays lazy)
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"unsupported operand {x!r} of type {type(x).__name__}; "
-                        "expected a Tensor, an ndarray or a real number")
-    if arr.dtype in _DTYPES:
-        return arr
-    return arr.astype(np.float32 if arr.dtype.kind == "f" else np.int64)
-
-
-def _promote(operands: Sequence[Any], true_div: bool = False) -> list:
-    """The operands of one op cast as torch promotes across kinds (bool < int < float).
-
-    Within the highest kind present NumPy decides (float32 with float64 gives float64);
-    tensors and arrays of a lower kind are cast to the result dtype: the highest-kind
-    tensors' dtype, or the default (float32, int64) when only a Python scalar has that
-    kind.  ``true_div``: division of integers gives float32, as torch.
-    """
-    ranks = [_KIND_RANK[x.dtype.kind] if isinstance(x, Tensor | np.ndarray)
-             else 0 if isinstance(x, bool) else 1 if isinstance(x, int) else 2
-             for x in operands]
-    top = max(ranks)
-    if true_div and top < 2:
-        top, target = 2, _DEFAULT[2]
-    else:
-        tops = [x.dtype for x, r in zip(operands, ranks)
-                if r == top and isinstance(x, Tensor | np.ndarray)]
-        target = np.result_type(*tops) if tops else _DEFAULT[top]
-    out = []
-    for x, r in zip(operands, ranks):
-        if r < top and isinstance(x, Tensor):  # not differentiable: a constant cast
-            x = Tensor._wrap(x.data.astype(target))
-        elif r < top and isinstance(x, np.ndarray):
-            x = x.astype(target)
-        out.append(x)
-    return out
-
-
-def _pair(t: Tensor, other: Any, true_div: bool = False) -> tuple:
-    """(t, other) ready for a binary op (the common float case passes straight through)."""
-    if t.data.dtype.kind == "f" and (type(other) in _SCALARS or (
-            isinstance(other, Tensor) and other.data.dtype.kind == "f")):
-        return t, other
-    o = _operand(other)
-    if t.data.dtype.kind == "f" and (type(o) in _SCALARS or o.dtype.kind == "f"):
-        return t, o
-    return tuple(_promote((t, o), true_div))
-
-
-_SCALARS = (int, float, bool)
 _FAST = frozenset(_SCALARS)  # + Tensor, added below: operands that need no conversion
-
-
-def _no_bool(fn: str, t: Tensor, other: Any, both: bool = False) -> None:
-    """As torch: no subtraction with a bool tensor (``~`` inverts a mask); no bool ** bool."""
-    bools = [isinstance(x, bool) and not both
-             or isinstance(x, Tensor | np.ndarray) and x.dtype == np.bool_ for x in (t, other)]
-    if all(bools) if both else any(bools):
-        raise TypeError(f"{fn}: not supported for bool tensors"
-                        + ("" if both else "; to invert a mask use ~ or logical_not()"))
 
 
 def as_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -206,49 +126,6 @@ def as_tensor(x: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(x, Tensor):
         return x if dtype is None else x.to(dtype)
     return Tensor(x, dtype=dtype)
-
-
-def _dims(fn: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
-    """Normalise ``dim`` (None, an int or a sequence of ints, negatives allowed)."""
-    if dim is None:
-        return None
-    try:
-        dims = (dim,) if isinstance(dim, int | np.integer) else tuple(dim)
-    except TypeError:
-        raise TypeError(f"{fn}: dim={dim!r} must be an int or a tuple of ints") from None
-    out = []
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int | np.integer):
-            raise TypeError(f"{fn}: dim={dim!r} must be an int or a tuple of ints")
-        if not -ndim <= d < ndim:
-            raise ValueError(f"{fn}: dim={dim!r} is out of range for a tensor with {ndim} "
-                             f"dims; expected -{ndim} <= dim < {ndim}")
-        out.append(int(d) % ndim)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{fn}: dim={dim!r} repeats a dimension")
-    return tuple(sorted(out))
-
-
-def _dim(fn: str, dim: Any, ndim: int) -> int:
-    """Normalise one dim index (negative allowed)."""
-    if isinstance(dim, bool) or not isinstance(dim, int | np.integer):
-        raise TypeError(f"{fn}: dim={dim!r} must be an int")
-    return _dims(fn, dim, ndim)[0]
-
-
-def _alias(fn: str, name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
-    """Merge a PyTorch argument with its NumPy alias (``dim``/``axis``)."""
-    if alias_value is None:
-        return default if value is None else value
-    if value is not None and value != alias_value:
-        raise ValueError(f"{fn}: got {name}={value!r} and {alias}={alias_value!r}; pass one")
-    return alias_value
-
-
-def _shape_arg(shape: tuple) -> tuple:
-    """Accept ``f(2, 3)`` and ``f((2, 3))``."""
-    return (tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], Sequence | np.ndarray)
-            else shape)
 
 
 def _resolve_shape(fn: str, shape: tuple, size: int) -> tuple[int, ...]:
@@ -965,22 +842,6 @@ def stack(tensors: Sequence[Any], dim: int | None = None, *, axis: int | None = 
         raise ValueError(f"stack: tensors have shapes {[p.shape for p in parts]}; "
                          "expected one or more tensors of the same shape")
     return concatenate([p.unsqueeze(dim) for p in parts], dim)
-
-
-def where(cond: Any, a: Any, b: Any) -> Tensor:
-    """``a`` where ``cond`` is true, else ``b`` (broadcasting; gradients to a and b).
-
-    ``cond`` is a bool Tensor or ndarray (other dtypes: nonzero is true).
-    """
-    if not (isinstance(cond, Tensor) and cond.data.dtype == np.bool_):
-        cond = cond.data if isinstance(cond, Tensor) else cond
-        if not _lazy.is_dask_array(cond):
-            cond = np.asarray(cond)
-        cond = cond.astype(bool, copy=False)
-    a, b = _operand(a), _operand(b)
-    if isinstance(a, Tensor | np.ndarray) or isinstance(b, Tensor | np.ndarray):
-        a, b = _promote((a, b))
-    return _ew.Where.apply(cond, a, b)
 
 
 _FAST = _FAST | {Tensor}

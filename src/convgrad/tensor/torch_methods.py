@@ -17,7 +17,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .. import devices as _device
 from .. import random as _random
+from ..autograd import tensor_type
+from . import args, creation, operands
 from . import gather as _ga
 from . import shape as _sh
 
@@ -37,15 +40,11 @@ class topk(NamedTuple):  # noqa: N801
 
 
 def _t():
-    from .tensor import Tensor
-
-    return Tensor
+    return tensor_type()
 
 
 def _dim(fn: str, dim: Any, ndim: int) -> int:
-    from .tensor import _dim
-
-    return _dim(fn, dim, max(ndim, 1))
+    return args.dim(fn, dim, max(ndim, 1))
 
 
 def _int(fn: str, name: str, value: Any, low: int | None = None) -> int:
@@ -151,37 +150,30 @@ class TorchMethodsMixin:
     def new_tensor(self, data: Any, dtype: Any = None, device: Any = None,
                    requires_grad: bool = False) -> Tensor:
         """A new leaf with a copy of ``data``, in this tensor's dtype unless ``dtype``."""
-        from .tensor import tensor
-
-        return tensor(data, requires_grad, self.data.dtype if dtype is None else dtype, device)
+        _device.check_device("new_tensor", device)
+        dt = self.data.dtype if dtype is None else args.tensor_dtype("new_tensor", dtype)
+        data = data.data if isinstance(data, _t()) else data
+        return _t()(np.array(data, dtype=dt, copy=True), requires_grad, dt)
 
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Tensor:
-        from .tensor import zeros
-
-        return zeros(*size, dtype=self.data.dtype if dtype is None else dtype, device=device,
-                     requires_grad=requires_grad)
+        return creation.full(args.shape_arg(size), 0, device=device, requires_grad=requires_grad,
+                             dtype=self.data.dtype if dtype is None else dtype)
 
     def new_ones(self, *size: Any, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> Tensor:
-        from .tensor import ones
-
-        return ones(*size, dtype=self.data.dtype if dtype is None else dtype, device=device,
-                    requires_grad=requires_grad)
+        return creation.full(args.shape_arg(size), 1, device=device, requires_grad=requires_grad,
+                             dtype=self.data.dtype if dtype is None else dtype)
 
     def new_full(self, size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad: bool = False) -> Tensor:
-        from .creation import full
-
-        return full(size, fill_value, dtype=self.data.dtype if dtype is None else dtype,
-                    device=device, requires_grad=requires_grad)
+        return creation.full(size, fill_value, dtype=self.data.dtype if dtype is None else dtype,
+                             device=device, requires_grad=requires_grad)
 
     def new_empty(self, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Tensor:
-        from .creation import empty
-
-        return empty(*size, dtype=self.data.dtype if dtype is None else dtype, device=device,
-                     requires_grad=requires_grad)
+        return creation.empty(*size, dtype=self.data.dtype if dtype is None else dtype,
+                              device=device, requires_grad=requires_grad)
 
     # -- statistics
     def var(self, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False, *,
@@ -362,8 +354,6 @@ class TorchMethodsMixin:
     # -- selection
     def masked_fill(self, mask: Any, value: Any) -> Tensor:
         """``value`` where ``mask`` (a bool tensor, broadcast) is true, else this tensor."""
-        from .tensor import where
-
         m = mask.data if isinstance(mask, _t()) else np.asarray(mask)
         if m.dtype != np.bool_:
             raise TypeError(f"masked_fill: mask has dtype {m.dtype}; expected bool")
@@ -374,13 +364,11 @@ class TorchMethodsMixin:
             value = value.to(self.data.dtype)
         else:
             value = np.asarray(value, self.data.dtype)
-        return where(m, value, self).to(self.data.dtype)
+        return operands.where(m, value, self).to(self.data.dtype)
 
     def where(self, condition: Any, other: Any) -> Tensor:
         """``self`` where ``condition`` is true, else ``other`` (torch's method form)."""
-        from .tensor import where
-
-        return where(condition, self, other)
+        return operands.where(condition, self, other)
 
     def gather(self, dim: int, index: Any) -> Tensor:
         """``out[i][j][k] = self[i][index[i][j][k]][k]`` for dim 1 (differentiable in self)."""
@@ -406,15 +394,11 @@ class TorchMethodsMixin:
             if np.ndim(v) == 0:
                 out = self.data.copy()
                 out[full] = v
-                from .tensor import where
-
-                return where(written, T._wrap(out), self)
+                return operands.where(written, T._wrap(out), self)
             src = T(np.asarray(v, self.data.dtype))
         part = src[tuple(slice(0, n) for n in idx.shape)]
-        from .tensor import where
-
-        return where(written, _ga.ScatterAdd.apply(part, index=idx, dim=d,
-                                                   shape=self.shape), self)
+        return operands.where(written, _ga.ScatterAdd.apply(part, index=idx, dim=d,
+                                                            shape=self.shape), self)
 
     def sort(self, dim: int = -1, descending: bool = False, stable: bool = False) -> sort:
         """``(values, indices)`` along ``dim`` (a stable order; values differentiable)."""

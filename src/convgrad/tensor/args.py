@@ -1,0 +1,87 @@
+"""Argument checks of the tensor layer, shared by every layer above it: dtypes, dims,
+PyTorch names with their NumPy aliases, shapes.  A leaf: it imports nothing of convgrad
+but the engine's registered Tensor class."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..autograd import tensor_type
+
+__all__ = ["DTYPES", "FLOATS", "alias", "check_dtype", "dim", "dims", "shape_arg",
+           "tensor_dtype"]
+
+FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+DTYPES = FLOATS + (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_))
+_FLOATS, _DTYPES = FLOATS, DTYPES
+
+
+def check_dtype(fn: str, dtype: Any) -> np.dtype:
+    """A differentiable dtype: float32 or float64."""
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in _FLOATS:
+        raise TypeError(f"{fn}: dtype={dtype!r} is not supported; expected float32 or float64")
+    return dt
+
+
+def tensor_dtype(fn: str, dtype: Any) -> np.dtype:
+    """Any dtype a Tensor holds: float32, float64, int32, int64 or bool."""
+    if isinstance(dtype, tensor_type()):
+        raise TypeError(f"{fn}: dtype must be a dtype, got a Tensor")
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt not in _DTYPES:
+        raise TypeError(f"{fn}: dtype={dtype!r} is not supported; expected float32, float64, "
+                        "int32, int64 or bool")
+    return dt
+
+
+def dims(fn: str, dim: Any, ndim: int) -> tuple[int, ...] | None:
+    """Normalise ``dim`` (None, an int or a sequence of ints, negatives allowed)."""
+    if dim is None:
+        return None
+    try:
+        dims = (dim,) if isinstance(dim, int | np.integer) else tuple(dim)
+    except TypeError:
+        raise TypeError(f"{fn}: dim={dim!r} must be an int or a tuple of ints") from None
+    out = []
+    for d in dims:
+        if isinstance(d, bool) or not isinstance(d, int | np.integer):
+            raise TypeError(f"{fn}: dim={dim!r} must be an int or a tuple of ints")
+        if not -ndim <= d < ndim:
+            raise ValueError(f"{fn}: dim={dim!r} is out of range for a tensor with {ndim} "
+                             f"dims; expected -{ndim} <= dim < {ndim}")
+        out.append(int(d) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{fn}: dim={dim!r} repeats a dimension")
+    return tuple(sorted(out))
+
+
+def dim(fn: str, dim: Any, ndim: int) -> int:
+    """Normalise one dim index (negative allowed)."""
+    if isinstance(dim, bool) or not isinstance(dim, int | np.integer):
+        raise TypeError(f"{fn}: dim={dim!r} must be an int")
+    return dims(fn, dim, ndim)[0]
+
+
+def alias(fn: str, name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
+    """Merge a PyTorch argument with its NumPy alias (``dim``/``axis``)."""
+    if alias_value is None:
+        return default if value is None else value
+    if value is not None and value != alias_value:
+        raise ValueError(f"{fn}: got {name}={value!r} and {alias}={alias_value!r}; pass one")
+    return alias_value
+
+
+def shape_arg(shape: tuple) -> tuple:
+    """Accept ``f(2, 3)`` and ``f((2, 3))``."""
+    return (tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], Sequence | np.ndarray)
+            else shape)
