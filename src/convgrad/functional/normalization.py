@@ -9,23 +9,18 @@ Tensors) updated in place, with the unbiased variance, as torch does.
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 
 from ..ops import reduction
 from ..tensor import Tensor, as_tensor
+from ..tensor.args import number as _number
 from ..tensor.normalization import Standardize
 from ..tensor.normalization import moments as _moments
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
-
-
-def _number(fn: str, name: str, value: Any, low: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real) or not value >= low:
-        raise ValueError(f"{fn}: {name}={value!r} must be a number >= {low}")
-    return float(value)
 
 
 def _state(fn: str, name: str, value: Any, c: int) -> np.ndarray | None:
@@ -88,8 +83,8 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     fn = "batch_norm"
     x = _channels_input(fn, input)
     c = x.shape[1]
-    eps = _number(fn, "eps", eps)
-    momentum = _number(fn, "momentum", momentum)
+    eps = _number(fn, "eps", eps, low=0.0)
+    momentum = _number(fn, "momentum", momentum, low=0.0)
     rm, rv = (_state(fn, "running_mean", running_mean, c),
               _state(fn, "running_var", running_var, c))
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
@@ -128,8 +123,8 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
     fn = "instance_norm"
     x = _channels_input(fn, input)
     n, c = x.shape[:2]
-    eps = _number(fn, "eps", eps)
-    momentum = _number(fn, "momentum", momentum)
+    eps = _number(fn, "eps", eps, low=0.0)
+    momentum = _number(fn, "momentum", momentum, low=0.0)
     rm, rv = (_state(fn, "running_mean", running_mean, c),
               _state(fn, "running_var", running_var, c))
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
@@ -162,7 +157,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     if c % num_groups:
         raise ValueError(f"{fn}: num_groups={num_groups} must divide the number of channels "
                          f"C={c} (input shape {x.shape})")
-    eps = _number(fn, "eps", eps)
+    eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
     mu, var = _moments(grouped.data, (2,))
@@ -194,7 +189,7 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     if x.shape[x.ndim - k:] != shape or x.ndim < k:
         raise ValueError(f"{fn}: normalized_shape={shape} must equal the last {k} dims of "
                          f"the input, whose shape is {x.shape}")
-    eps = _number(fn, "eps", eps)
+    eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, shape),
                     _affine_arg(fn, "bias", bias, shape))
     dims = tuple(range(x.ndim - k, x.ndim))

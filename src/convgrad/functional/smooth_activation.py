@@ -10,21 +10,15 @@ their rule written in Tensor operations (differentiable again).  The normal CDF 
 from __future__ import annotations
 
 import math
-from numbers import Real
 from typing import Any
 
 from ..tensor import Tensor, as_tensor
 from ..tensor.activation import ELU, LogSigmoid, NormalCDF, Softplus
+from ..tensor.args import number as _real
 
 __all__ = ["elu", "gelu", "logsigmoid", "silu", "softplus"]
 
 _GELU_APPROXIMATIONS = ("none", "tanh")
-
-
-def _real(fn: str, name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise TypeError(f"{fn}: {name}={value!r} must be a number")
-    return float(value)
 
 
 def gelu(input: Any, approximate: str = "none") -> Tensor:
