@@ -5,9 +5,9 @@ Errors are normwise, ``max |a - ref| / max |ref|`` per result.  The bound is twi
 torch's error, or two float32 roundings (2 * 2**-23 relative) where torch's is below one:
 a result computed from rounded inputs by rounded operations is off by about one rounding
 at best, and torch's error under that is luck of the draw (a bias gradient of a
-cross-entropy: torch 0.5 ulp, convgrad 1.2 ulp, under one thread count).  Inputs come in the memory layouts the fast path
-produces: a convolution's channels-last output (checked by its strides) and the same
-values in NCHW.
+cross-entropy: torch 0.5 ulp, convgrad 1.2 ulp, under one thread count).  Inputs come
+in the memory layouts the fast path produces: a convolution's channels-last output
+(checked by its strides) and the same values in NCHW.
 """
 
 from __future__ import annotations

@@ -240,7 +240,7 @@ def _params():
     (lambda p: cg.optim.AdamW(p, weight_decay=-1), ValueError, "weight_decay=-1"),
     (lambda p: cg.optim.RMSprop(p, alpha=-0.5), ValueError, "alpha=-0.5"),
     (lambda p: cg.optim.RMSprop(p, centered=None), TypeError, "centered=None"),
-    (lambda p: cg.optim.RMSprop(p, momentum=float("inf")), TypeError, "momentum=inf"),
+    (lambda p: cg.optim.RMSprop(p, momentum=float("inf")), ValueError, "momentum=inf"),
     (lambda p: cg.optim.SGD(set(p), lr=0.1), TypeError, "set"),
     (lambda p: cg.optim.SGD([{"params": p[:1]}, {"params": p[:1]}], lr=0.1), ValueError,
      "more than one place"),

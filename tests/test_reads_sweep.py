@@ -13,11 +13,6 @@ import convgrad as cg
 import convgrad.functional as F
 import convgrad.metrics  # noqa: F401 (registers its Functions, if any)
 from convgrad.autograd import OUTPUT, Function
-from convgrad.functional.axis_matrix import AxisMap
-from convgrad.functional.binary_loss import BinaryCrossEntropy
-from convgrad.functional.normalization import Standardize
-from convgrad.functional.padding import PadConstant
-from convgrad.functional.smooth_activation import ELU, LogSigmoid, NormalCDF, Softplus
 from convgrad.ops import ConvSpec
 from convgrad.tensor import conv as C
 from convgrad.tensor import elementwise as E
@@ -25,6 +20,10 @@ from convgrad.tensor import gather as G
 from convgrad.tensor import hooks as H
 from convgrad.tensor import reduce as R
 from convgrad.tensor import shape as S
+from convgrad.tensor.activation import ELU, LogSigmoid, NormalCDF, Softplus
+from convgrad.tensor.axis_matrix import AxisMap
+from convgrad.tensor.loss import BinaryCrossEntropy
+from convgrad.tensor.normalization import Standardize
 
 RNG = np.random.default_rng(0)
 
@@ -87,7 +86,7 @@ SAMPLES = {
     BinaryCrossEntropy: (lambda x, t: BinaryCrossEntropy.apply(x, t),
                          [arr(2, 3, low=0.1, high=0.9), arr(2, 3, low=0, high=1)]),
     Standardize: (lambda x: _standardize(x), [arr(4, 3)]),
-    PadConstant: (lambda a: PadConstant.apply(a, widths=((1, 0), (0, 2)), value=0.0),
+    S.PadConstant: (lambda a: S.PadConstant.apply(a, widths=((1, 0), (0, 2)), value=0.0),
                   [arr(2, 3)]),
     ELU: (lambda a: ELU.apply(a, alpha=1.3), [arr(2, 3)]),
     NormalCDF: (lambda a: NormalCDF.apply(a), [arr(2, 3)]),
@@ -115,9 +114,9 @@ class _HookState:
 
 
 def _standardize(x):
-    from convgrad.functional.normalization import _moments
+    from convgrad.tensor.normalization import moments
 
-    mean, var = _moments(x.data, (0,))
+    mean, var = moments(x.data, (0,))
     return Standardize.apply(x, dims=(0,), eps=1e-5, mean=mean, var=var)
 
 

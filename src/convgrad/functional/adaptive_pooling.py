@@ -3,8 +3,9 @@
 Output ``o`` of an axis of length ``n`` pooled to ``m`` covers inputs
 ``floor(o n / m) <= i < ceil((o + 1) n / m)``, as in torch.  When ``m`` divides ``n`` on
 every axis that is plain average pooling (a convolution with a constant kernel);
-otherwise each axis is a constant averaging matrix (:mod:`.axis_matrix`).  Max pooling
-walks the taps of the widest window, clamping shorter windows to their last element.
+otherwise each axis is a constant averaging matrix
+(:mod:`convgrad.tensor.axis_matrix`).  Max pooling walks the taps of the widest window,
+clamping shorter windows to their last element.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from .axis_matrix import AxisMap, AxisMatrix
+from ..tensor.axis_matrix import AxisMap, AxisMatrix
 from .pooling import avg_pool1d, avg_pool2d, avg_pool3d, flat_gather, pool_input
 
 __all__ = [

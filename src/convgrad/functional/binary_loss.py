@@ -12,38 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Context, Function
 from ..tensor import Tensor, as_tensor
+from ..tensor.loss import BinaryCrossEntropy
 from .loss import reduce_loss, reduction_arg
 from .smooth_activation import logsigmoid
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits"]
-
-_LOG_FLOOR = -100.0
-_EPSILON = 1e-12
-
-
-class BinaryCrossEntropy(Function):
-    """``-(t log x + (1 - t) log(1 - x))`` elementwise, each log clamped at -100."""
-
-    reads = {0: (0, 1), 1: (0,)}  # dx reads x and t, dt reads x
-
-    @staticmethod
-    def forward(ctx: Context, x: np.ndarray, t: Any) -> np.ndarray:
-        with np.errstate(divide="ignore"):
-            log_x = np.maximum(np.log(x), _LOG_FLOOR)
-            log_1mx = np.maximum(np.log1p(-x), _LOG_FLOOR)
-        return (t - 1) * log_1mx - t * log_x
-
-    @staticmethod
-    def backward(ctx: Context, g: Tensor) -> tuple:
-        x, t = ctx.inputs
-        need_x, need_t = ctx.needs_input_grad
-        # d/dx = (x - t) / (x (1 - x)), the denominator kept >= 1e-12 (torch's rule)
-        gx = g * (x - t) / (x * (1.0 - x)).clip(min=_EPSILON) if need_x else None
-        # d/dt = log(1 - x) - log(x)
-        gt = (g * ((1.0 - x).log() - x.log())).sum_to_size(np.shape(t)) if need_t else None
-        return gx, gt
 
 
 def _same_shape(fn: str, input: Tensor, target: Tensor) -> None:

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor, as_tensor, cat
+from ..tensor.axis_matrix import AxisMap, AxisMatrix
 from .adaptive_pooling import _adaptive_avg, check_output_size
-from .axis_matrix import AxisMap, AxisMatrix
 from .conv import conv_general
 from .resampling import cubic_matrix, linear_matrix, nearest_index, upsampling_kernel
 

@@ -9,69 +9,18 @@ Tensors) updated in place, with the unbiased variance, as torch does.
 
 from __future__ import annotations
 
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 
-from ..autograd import Context, Function, is_grad_enabled
 from ..ops import reduction
 from ..tensor import Tensor, as_tensor
+from ..tensor.args import number as _number
+from ..tensor.normalization import Standardize
+from ..tensor.normalization import moments as _moments
 
 __all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
-
-
-def _moments(x: np.ndarray, dims: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and biased variance over ``dims`` (kept as size-1 dims): two passes, the
-    variance as the mean of squared deviations (never E[x^2] - E[x]^2, which cancels)."""
-    mu = reduction.mean(x, axis=dims, keepdims=True)
-    d = x - mu
-    return mu, reduction.mean(d * d, axis=dims, keepdims=True)
-
-
-def _inv_std(x: Tensor, dims: tuple, eps: float) -> Tensor:
-    """``(var(x) + eps) ** -1/2`` over ``dims`` as recorded Tensor operations."""
-    d = x - x.mean(dims, keepdim=True)
-    return ((d * d).mean(dims, keepdim=True) + eps) ** -0.5
-
-
-class Standardize(Function):
-    """``y = (x - mean) * inv`` with ``mean``, ``inv = (var + eps)^-1/2`` of x over ``dims``.
-
-    ``mean`` and ``var`` come in precomputed (the caller also needs them for running
-    statistics); they are x's own moments, so the rule below differentiates through them.
-    The rule reads x, not the output, as torch's: an in-place activation applied to the
-    output (``relu_``) is harmless.
-    """
-
-    reads = (0,)
-
-    @staticmethod
-    def forward(ctx: Context, x: np.ndarray, dims: tuple, eps: float, mean: np.ndarray,
-                var: np.ndarray) -> np.ndarray:
-        ctx.dims, ctx.eps, ctx.mean = dims, eps, mean
-        ctx.inv = 1.0 / np.sqrt(var + eps)
-        return (x - mean) * ctx.inv
-
-    @staticmethod
-    def backward(ctx: Context, g: Tensor) -> Tensor:
-        x, dims = ctx.inputs[0], ctx.dims
-        if is_grad_enabled():  # create_graph: mean and inv as recorded functions of x
-            inv = _inv_std(x, dims, ctx.eps)
-            y = (x - x.mean(dims, keepdim=True)) * inv
-        else:
-            inv = type(g)._wrap(ctx.inv)
-            y = type(g)._wrap((x.data - ctx.mean) * ctx.inv)
-        # y = (x - m) s, m = mean(x), s = (mean((x - m)^2) + eps)^-1/2:
-        # dx = s (g - mean(g) - y mean(g y))
-        return inv * (g - g.mean(dims, keepdim=True) - y * (g * y).mean(dims, keepdim=True))
-
-
-# ----------------------------------------------------------------------------- arguments
-def _number(fn: str, name: str, value: Any, low: float = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real) or not value >= low:
-        raise ValueError(f"{fn}: {name}={value!r} must be a number >= {low}")
-    return float(value)
 
 
 def _state(fn: str, name: str, value: Any, c: int) -> np.ndarray | None:
@@ -134,8 +83,8 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     fn = "batch_norm"
     x = _channels_input(fn, input)
     c = x.shape[1]
-    eps = _number(fn, "eps", eps)
-    momentum = _number(fn, "momentum", momentum)
+    eps = _number(fn, "eps", eps, low=0.0)
+    momentum = _number(fn, "momentum", momentum, low=0.0)
     rm, rv = (_state(fn, "running_mean", running_mean, c),
               _state(fn, "running_var", running_var, c))
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
@@ -174,8 +123,8 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
     fn = "instance_norm"
     x = _channels_input(fn, input)
     n, c = x.shape[:2]
-    eps = _number(fn, "eps", eps)
-    momentum = _number(fn, "momentum", momentum)
+    eps = _number(fn, "eps", eps, low=0.0)
+    momentum = _number(fn, "momentum", momentum, low=0.0)
     rm, rv = (_state(fn, "running_mean", running_mean, c),
               _state(fn, "running_var", running_var, c))
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
@@ -208,7 +157,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     if c % num_groups:
         raise ValueError(f"{fn}: num_groups={num_groups} must divide the number of channels "
                          f"C={c} (input shape {x.shape})")
-    eps = _number(fn, "eps", eps)
+    eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
     mu, var = _moments(grouped.data, (2,))
@@ -240,7 +189,7 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     if x.shape[x.ndim - k:] != shape or x.ndim < k:
         raise ValueError(f"{fn}: normalized_shape={shape} must equal the last {k} dims of "
                          f"the input, whose shape is {x.shape}")
-    eps = _number(fn, "eps", eps)
+    eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, shape),
                     _affine_arg(fn, "bias", bias, shape))
     dims = tuple(range(x.ndim - k, x.ndim))

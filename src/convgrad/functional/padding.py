@@ -12,32 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Context, Function
-from ..tensor import Tensor, as_tensor, lazy
+from ..tensor import Tensor, as_tensor
+from ..tensor.shape import PadConstant
 
 __all__ = ["pad"]
 
 _MODES = ("constant", "reflect", "replicate", "circular")
-
-
-class PadConstant(Function):
-    """Surround ``x`` with ``value``: ``widths`` holds one (lo, hi) pair (>= 0) per dim."""
-
-    reads = ()
-
-    @staticmethod
-    def forward(ctx: Context, x: np.ndarray, widths: tuple, value: float) -> np.ndarray:
-        ctx.inner = tuple(slice(lo, lo + n) for (lo, _), n in zip(widths, x.shape))
-        if lazy.is_dask_array(x):  # a full-size np.full would defeat the chunking
-            return lazy.pad_constant(x, widths, value)
-        out = np.full([n + lo + hi for (lo, hi), n in zip(widths, x.shape)], value, x.dtype)
-        out[ctx.inner] = x
-        return out
-
-    @staticmethod
-    def backward(ctx: Context, grad: Tensor) -> Tensor:
-        # the border is constant: x's gradient is the inner block of the output's
-        return grad[ctx.inner]
 
 
 def _source_index(mode: str, n: int, lo: int, hi: int) -> np.ndarray:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .axis_matrix import AxisMatrix
+from ..tensor.axis_matrix import AxisMatrix
 
 __all__ = ["CUBIC_A", "cubic_weights", "linear_matrix", "cubic_matrix", "nearest_index",
            "source_scale", "upsampling_kernel"]

@@ -19,7 +19,7 @@ import numpy as np
 from ..functional import normalization as Fn
 from ..functional.layer_input import layer_input
 from ..tensor import Tensor
-from ..tensor.args import check_dtype
+from ..tensor.args import check_dtype, flag, number
 from .conv import _positive_int
 from .module import Module, Parameter
 
@@ -29,18 +29,6 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNo
 
 def _dtype(fn: str, dtype: Any) -> np.dtype:
     return np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
-
-
-def _flag(fn: str, name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{fn}: {name}={value!r} must be a bool")
-    return value
-
-
-def _eps(fn: str, eps: Any) -> float:
-    if isinstance(eps, bool) or not isinstance(eps, Real) or not eps >= 0:
-        raise ValueError(f"{fn}: eps={eps!r} must be a number >= 0")
-    return eps
 
 
 def _array(buffer: Any) -> np.ndarray:
@@ -59,14 +47,14 @@ class _NormBase(Module):
         super().__init__()
         fn = type(self).__name__
         self.num_features = _positive_int("num_features", num_features, fn)
-        self.eps = _eps(fn, eps)
+        self.eps = number(fn, "eps", eps, low=0.0)
         if momentum is not None and (isinstance(momentum, bool) or not isinstance(
                 momentum, Real) or not 0 <= momentum <= 1):
             raise ValueError(f"{fn}: momentum={momentum!r} must be a number in [0, 1] or None")
         self.momentum = momentum
-        self.affine = _flag(fn, "affine", affine)
-        self.track_running_stats = _flag(fn, "track_running_stats", track_running_stats)
-        _flag(fn, "bias", bias)
+        self.affine = flag(fn, "affine", affine)
+        self.track_running_stats = flag(fn, "track_running_stats", track_running_stats)
+        flag(fn, "bias", bias)
         dt = _dtype(fn, dtype)
         c = self.num_features
         if affine:
@@ -225,9 +213,9 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError(f"{fn}: num_groups={num_groups} must divide "
                              f"num_channels={num_channels}")
-        self.eps = _eps(fn, eps)
-        self.affine = _flag(fn, "affine", affine)
-        _flag(fn, "bias", bias)
+        self.eps = number(fn, "eps", eps, low=0.0)
+        self.affine = flag(fn, "affine", affine)
+        flag(fn, "bias", bias)
         dt = _dtype(fn, dtype)
         if affine:
             self.weight = Parameter(np.ones(num_channels, dt))
@@ -259,9 +247,9 @@ class LayerNorm(Module):
         super().__init__()
         fn = "LayerNorm"
         self.normalized_shape = Fn._normalized_shape(fn, normalized_shape)
-        self.eps = _eps(fn, eps)
-        self.elementwise_affine = _flag(fn, "elementwise_affine", elementwise_affine)
-        _flag(fn, "bias", bias)
+        self.eps = number(fn, "eps", eps, low=0.0)
+        self.elementwise_affine = flag(fn, "elementwise_affine", elementwise_affine)
+        flag(fn, "bias", bias)
         dt = _dtype(fn, dtype)
         if elementwise_affine:
             self.weight = Parameter(np.ones(self.normalized_shape, dt))

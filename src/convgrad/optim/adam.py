@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _betas, _flag, _fma, _lerp_, _number
+from ..tensor.args import flag as _flag
+from .optimizer import Optimizer, _betas, _fma, _lerp_, _number
 
 __all__ = ["Adam", "AdamW"]
 

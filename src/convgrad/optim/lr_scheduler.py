@@ -20,9 +20,10 @@ import types
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from numbers import Integral, Real
+from numbers import Integral
 from typing import Any
 
+from ..tensor.args import number as _real
 from .optimizer import Optimizer
 
 __all__ = [
@@ -54,17 +55,6 @@ def _int(fn: str, name: str, value: Any, low: int) -> int:
     if value < low:
         raise ValueError(f"{fn}: {name}={value!r} must be >= {low}")
     return int(value)
-
-
-def _real(fn: str, name: str, value: Any, low: float | None = None,
-          high: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise TypeError(f"{fn}: {name}={value!r} must be a finite number")
-    if (low is not None and value < low) or (high is not None and value > high):
-        lo = "-inf" if low is None else low
-        hi = "inf" if high is None else high
-        raise ValueError(f"{fn}: {name}={value!r} must be in [{lo}, {hi}]")
-    return value
 
 
 def _per_group(fn: str, name: str, value: Any, optimizer: Optimizer) -> list:

@@ -21,7 +21,6 @@ exactly as the original would have.
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral, Real
 from typing import Any
@@ -30,6 +29,7 @@ import numpy as np
 
 from ..autograd import enable_grad
 from ..tensor import Tensor
+from ..tensor.args import number
 from ..tensor.version import bump as _bump_version
 
 __all__ = ["Optimizer"]
@@ -287,16 +287,9 @@ def _lerp_(start: np.ndarray, end: np.ndarray, weight: float) -> None:
         start[...] = _fma(diff, w - dt(1), end)
 
 
-def _number(fn: str, name: str, value: Any, low: float = 0.0) -> None:
-    if isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value):
-        raise TypeError(f"{fn}: {name}={value!r} must be a finite number")
-    if value < low:
-        raise ValueError(f"{fn}: {name}={value!r} must be >= {low}")
-
-
-def _flag(fn: str, name: str, value: Any) -> None:
-    if not isinstance(value, bool | np.bool_):
-        raise TypeError(f"{fn}: {name}={value!r} must be a bool")
+def _number(fn: str, name: str, value: Any, low: float = 0.0) -> float:
+    """An optimiser's hyper-parameter: a finite number, >= 0 unless ``low`` says."""
+    return number(fn, name, value, low)
 
 
 def _betas(fn: str, betas: Any) -> None:

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .optimizer import Optimizer, _flag, _fma, _number
+from ..tensor.args import flag as _flag
+from .optimizer import Optimizer, _fma, _number
 
 __all__ = ["SGD"]
 

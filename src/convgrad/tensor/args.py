@@ -11,8 +11,8 @@ import numpy as np
 
 from ..autograd import tensor_type
 
-__all__ = ["DTYPES", "FLOATS", "alias", "check_dtype", "dim", "dims", "shape_arg",
-           "tensor_dtype"]
+__all__ = ["DTYPES", "FLOATS", "alias", "check_dtype", "dim", "dims", "flag", "number",
+           "shape_arg", "tensor_dtype"]
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 DTYPES = FLOATS + (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_))
@@ -85,3 +85,31 @@ def shape_arg(shape: tuple) -> tuple:
     """Accept ``f(2, 3)`` and ``f((2, 3))``."""
     return (tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], Sequence | np.ndarray)
             else shape)
+
+
+def number(fn: str, name: str, value: Any, low: float | None = None,
+           high: float | None = None) -> float:
+    """A finite real number (not a bool) in ``[low, high]``, as a float.
+
+    A TypeError for anything but a real number, a ValueError for a non-finite one or one
+    out of range; both name the function, the argument and the value.
+    """
+    from numbers import Real
+
+    if isinstance(value, bool | np.bool_) or not isinstance(value, Real):
+        raise TypeError(f"{fn}: {name}={value!r} must be a number")
+    value = float(value)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError(f"{fn}: {name}={value!r} must be a finite number")
+    if (low is not None and value < low) or (high is not None and value > high):
+        lo = "-inf" if low is None else low
+        hi = "inf" if high is None else high
+        raise ValueError(f"{fn}: {name}={value!r} must be in [{lo}, {hi}]")
+    return value
+
+
+def flag(fn: str, name: str, value: Any) -> bool:
+    """A bool (a NumPy bool too), as a Python bool."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{fn}: {name}={value!r} must be a bool")
+    return bool(value)

@@ -193,3 +193,23 @@ class MatMul(Function):
         if need_b:
             gb = (_transposed(a2) @ g2).sum_to_size(np.shape(b2)).reshape(np.shape(b))
         return ga, gb
+
+
+class PadConstant(Function):
+    """Surround ``x`` with ``value``: ``widths`` holds one (lo, hi) pair (>= 0) per dim."""
+
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, widths: tuple, value: float) -> np.ndarray:
+        ctx.inner = tuple(slice(lo, lo + n) for (lo, _), n in zip(widths, x.shape))
+        if lazy.is_dask_array(x):  # a full-size np.full would defeat the chunking
+            return lazy.pad_constant(x, widths, value)
+        out = np.full([n + lo + hi for (lo, hi), n in zip(widths, x.shape)], value, x.dtype)
+        out[ctx.inner] = x
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # the border is constant: x's gradient is the inner block of the output's
+        return grad[ctx.inner]

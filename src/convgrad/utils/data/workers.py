@@ -12,6 +12,8 @@ worker_id`` (``base_seed`` drawn once per epoch from the loader's generator), se
 
 Processes, not threads: the work of a typical dataset (decoding images with Pillow,
 augmenting with NumPy) holds the GIL for much of its time, which threads would share.
+Large arrays of a result travel through shared memory (:mod:`.transport`), the rest
+through the result queue.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ... import random as _random
+from .transport import SharedDir
 
 __all__ = ["WorkerInfo", "WorkerPool", "get_worker_info"]
 
@@ -72,7 +75,7 @@ class _End:
 
 
 def _loop(worker_id: int, num_workers: int, seed: int, dataset: Any, fetch: Any,
-          init_fn: Any, tasks: Any, results: Any) -> None:
+          init_fn: Any, tasks: Any, results: Any, shared: SharedDir) -> None:
     global _info
     _random.manual_seed(seed % 2**63)
     random.seed(seed)
@@ -93,11 +96,11 @@ def _loop(worker_id: int, num_workers: int, seed: int, dataset: Any, fetch: Any,
                 if stream is None:
                     stream = fetch(dataset)
                 try:
-                    results.put(next(stream))
+                    results.put(shared.pack(worker_id, next(stream)))
                 except StopIteration:
                     results.put(_End())
             else:
-                results.put(fetch(dataset, task))
+                results.put(shared.pack(worker_id, fetch(dataset, task)))
         except Exception as e:  # noqa: BLE001 (reported to the loader)
             results.put(_Failure(worker_id, e))
 
@@ -113,9 +116,11 @@ class WorkerPool:
             ctx = mp.get_context(ctx)
         self.tasks = [ctx.Queue() for _ in range(num_workers)]
         self.results = [ctx.Queue() for _ in range(num_workers)]
+        self.shared = SharedDir()
         self.procs = [ctx.Process(target=_loop, args=(i, num_workers, base_seed + i, dataset,
                                                       fetch, init_fn, self.tasks[i],
-                                                      self.results[i]), daemon=True)
+                                                      self.results[i], self.shared),
+                                  daemon=True)
                       for i in range(num_workers)]
         for p in self.procs:
             p.start()
@@ -134,7 +139,7 @@ class WorkerPool:
             if isinstance(out, _Failure):
                 self.close()
                 out.reraise()
-            return out
+            return SharedDir.unpack(out)
 
     def run(self, tasks: Any, prefetch: int) -> Any:
         """The results of ``tasks`` (an iterable), in order, ``prefetch`` per worker ahead."""
@@ -189,3 +194,4 @@ class WorkerPool:
             q.cancel_join_thread()
             q.close()
         self.procs = []
+        self.shared.remove()
