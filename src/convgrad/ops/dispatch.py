@@ -420,13 +420,14 @@ def _fft_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
         return None
     if pinned is None and _fft_taps(pass_, rhs, out_shape) < FFT_MIN_TAPS:
         return None
-    out = np.empty(out_shape, dtype=np.result_type(lhs, rhs))
-    low = lower(pass_, lhs, rhs, out, spec)
+    dtype = np.result_type(lhs, rhs)
+    # the lowered geometry on a stand-in output (no memory), the real one once chosen
+    low = lower(pass_, lhs, rhs, np.broadcast_to(np.zeros((), dtype), out_shape), spec)
     B, G, C = low.x.shape[:3]
     O = low.w.shape[1]
     Kd = tuple((k - 1) * d + 1 for k, d in zip(low.w.shape[3:], low.kdil))
     P = tuple(low.out.shape[3:])
-    itemsize = out.dtype.itemsize
+    itemsize = dtype.itemsize
     rate = FFT_FLOPS_PER_S[itemsize]
     if pinned is None:
         direct_s = _direct_seconds(low, onednn.available())
@@ -440,7 +441,7 @@ def _fft_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
                            get_workspace_limit())
     if tiles is None or (pinned is None and tiles.flops / rate >= direct_s):
         return None
-    return Plan("fft", low, tiles=tiles)
+    return Plan("fft", lower(pass_, lhs, rhs, np.empty(out_shape, dtype), spec), tiles=tiles)
 
 
 def plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec: ConvSpec,
