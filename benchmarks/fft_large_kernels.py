@@ -13,8 +13,8 @@ better of the two per pass.  JAX: ``jax.scipy.signal.fftconvolve`` of the same
 expression, jit-compiled, the forward alone and the forward with ``jax.vjp`` (both
 gradients); its gradient time is the difference.  torch: ``torch.nn.functional`` and
 ``torch.nn.grad`` (its direct kernels), ONE run per pass (F1's forward alone takes
-~30 s), skipped with ``--no-torch``.  Run: ``python benchmarks/fft_large_kernels.py
-[--only F1,F3] [--reps 3] [--json F]``.
+~30 s), skipped with ``--no-torch``, limited with ``--torch-passes forward``.
+Run: ``python benchmarks/fft_large_kernels.py [--only F1,F3] [--reps 3] [--json F]``.
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def jax_passes(x, w, gy, spec, reps):
     return {"forward": t_fwd, "both_grads": t_vjp}
 
 
-def torch_passes(x, w, gy, spec):
+def torch_passes(x, w, gy, spec, passes=PASSES):
     import torch
 
     torch.set_num_threads(2)
@@ -162,10 +162,11 @@ def torch_passes(x, w, gy, spec):
            "weight_grad": lambda: getattr(grad, f"conv{nd}d_weight")(
                tx, tw.shape, tg, padding=pad, groups=groups)}
     out = {}
-    for name, fn in fns.items():
+    for name in passes:
         t0 = time.perf_counter()
-        fn()
+        fns[name]()
         out[name] = time.perf_counter() - t0
+        print(f"  torch {name}: {out[name]:.1f} s (one run)", flush=True)
     return out
 
 
@@ -174,6 +175,8 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(CASES))
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--torch-passes", default=",".join(PASSES),
+                        help="the passes torch runs (one run each; its 3-D gradients are slow)")
     parser.add_argument("--no-jax", action="store_true")
     parser.add_argument("--json", default=None)
     a = parser.parse_args()
@@ -185,14 +188,14 @@ def main() -> None:
         if not a.no_jax:
             r["jax"] = jax_passes(x, w, gy, spec, a.reps)
         if not a.no_torch:
-            r["torch"] = torch_passes(x, w, gy, spec)
+            r["torch"] = torch_passes(x, w, gy, spec, a.torch_passes.split(","))
         results[case] = r
         for name in PASSES:
             t, algo = r["convgrad"][name]
             s, method = r["scipy"][name]
             line = f"{case} {name:11s} convgrad {t * 1e3:8.1f} ms ({algo})  scipy {s * 1e3:8.1f} " \
                    f"({method})"
-            if "torch" in r:
+            if name in r.get("torch", {}):
                 line += f"  torch {r['torch'][name] * 1e3:9.0f} (one run)"
             print(line, flush=True)
         if "jax" in r:
@@ -202,9 +205,9 @@ def main() -> None:
                   f"{(j['both_grads'] - j['forward']) * 1e3:.1f} ms (vjp incl. forward "
                   f"{j['both_grads'] * 1e3:.1f}); convgrad both grads {both * 1e3:.1f}",
                   flush=True)
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(results, f, indent=1)
+        if a.json:  # after every case, so an interrupted run keeps what it measured
+            with open(a.json, "w") as f:
+                json.dump(results, f, indent=1)
 
 
 if __name__ == "__main__":
