@@ -46,8 +46,15 @@ COPY_FLOPS = 1.0
 # Python's work per (output tile, kernel tile, batch chunk): ~40 us of calls and slicing,
 # counted at the transforms' measured ~2.5 Gflop/s so that tiny tiles do not look free.
 TILE_OVERHEAD_FLOPS = 1e5
-# FFT lengths tried per dim: next_fast_len of these powers of two (and the whole extent).
+# FFT lengths tried per dim: next_fast_len of these powers of two, of the outputs split
+# into this many equal tiles (a 3-D volume that does not fit whole: 2 tiles of 112
+# rather than 5 of 64), and of the whole extent.
 TILE_LENGTHS = tuple(2**i for i in range(4, 16))
+TILE_SPLITS = (2, 3, 4, 6)
+# The kernel is split only into tiles of at least this many taps (a weight gradient's
+# "kernel" is an image): smaller tiles redo the input transforms for little memory, and
+# the options they add made the search of a 3-D tiling take 0.2 s.
+KERNEL_TILE_MIN = 32
 
 
 @dataclass(frozen=True)
@@ -69,17 +76,20 @@ def _spectrum_len(n: tuple[int, ...]) -> int:
 
 
 def _dim_options(P: int, Kd: int, s: int) -> list[tuple[int, int, int]]:
-    """(n, pt, kt) candidates of one dim: kernel whole or in 2, 4, 8 tiles; outputs in
-    tiles whose FFT length is one of TILE_LENGTHS or covers everything."""
+    """(n, pt, kt) candidates of one dim: kernel whole or in 2, 4, 8 tiles of at least
+    KERNEL_TILE_MIN taps; outputs in
+    tiles whose FFT length is one of TILE_LENGTHS, splits them in TILE_SPLITS equal
+    parts, or covers everything."""
     out = set()
     Q = (P - 1) * s + 1
     for parts in (1, 2, 4, 8):
         kt = -(-Kd // parts)
-        if parts > 1 and kt < 8:
+        if parts > 1 and kt < KERNEL_TILE_MIN:
             break
         whole = sfft.next_fast_len(Q + kt - 1, real=True)
-        for n in (*(sfft.next_fast_len(m, real=True) for m in TILE_LENGTHS if m < whole),
-                  whole):
+        splits = (sfft.next_fast_len(-(-Q // k) + kt - 1, real=True) for k in TILE_SPLITS)
+        for n in {*(sfft.next_fast_len(m, real=True) for m in TILE_LENGTHS if m < whole),
+                  *splits, whole}:
             qt = n - kt + 1
             if qt < 1:
                 continue
@@ -105,17 +115,17 @@ def cost(n: tuple, pt: tuple, kt: tuple, P: tuple, Kd: tuple, B: int, G: int, C:
             + TILE_OVERHEAD_FLOPS * calls)
 
 
-def _bytes(n: tuple, batch: int, G: int, C: int, O: int, itemsize: int) -> int:
-    """Workspace of one batch chunk: the input window, its spectrum, the mixed spectrum
-    (and their transposed copies for a matmul), the inverse transform, the kernel tile
-    and its spectrum."""
+def _workspace(n: tuple, G: int, C: int, O: int, itemsize: int) -> tuple[int, int, int]:
+    """Bytes of (the kernel tile's spectrum, kept; one batch sample's buffers: its input
+    window, its spectrum, the mixed spectrum (none for one channel in and out: mixed in
+    place; transposed copies for a matmul) and the inverse transform; the kernel tile
+    being transformed, before any sample's buffers exist)."""
     F, Ff = math.prod(n), _spectrum_len(n)
     cplx = 2 * itemsize
-    matmul = C * O > MIX_LOOP_MAX_CHANNEL_PRODUCT
-    per_sample = G * (C * F * itemsize + C * Ff * cplx * (2 if matmul else 1)
-                      + O * Ff * cplx * (2 if matmul else 1) + O * F * itemsize)
-    kernel = G * O * C * (F * itemsize + Ff * cplx * (2 if matmul else 1))
-    return batch * per_sample + kernel
+    spectra = 2 if C * O > MIX_LOOP_MAX_CHANNEL_PRODUCT else 1
+    mixed = 0 if C == O == 1 else O * Ff * cplx * spectra
+    per_sample = G * (C * F * itemsize + C * Ff * cplx * spectra + mixed + O * F * itemsize)
+    return G * O * C * Ff * cplx * spectra, per_sample, G * O * C * F * itemsize
 
 
 @lru_cache(maxsize=512)
@@ -127,16 +137,15 @@ def tiling(B: int, G: int, C: int, O: int, P: tuple, Kd: tuple, stride: tuple,
     best = None
     for combo in itertools.product(*per_dim):
         n = tuple(c[0] for c in combo)
-        fixed = _bytes(n, 0, G, C, O, itemsize)
-        per_sample = _bytes(n, 1, G, C, O, itemsize) - fixed
-        batch = min(B, (limit - fixed) // per_sample) if limit > fixed else 0
+        kept, per_sample, transform = _workspace(n, G, C, O, itemsize)
+        batch = min(B, (limit - kept) // per_sample) if limit > kept + transform else 0
         if batch < 1:
             continue
         pt, kt = tuple(c[1] for c in combo), tuple(c[2] for c in combo)
         flops = cost(n, pt, kt, P, Kd, B, G, C, O, int(batch))
         if best is None or flops < best.flops:
             best = Tiling(n, pt, kt, int(batch), flops,
-                          _bytes(n, int(batch), G, C, O, itemsize))
+                          kept + max(int(batch) * per_sample, transform))
     return best
 
 
@@ -165,6 +174,9 @@ def _gather(a: np.ndarray, starts: tuple, lengths: tuple, dil: tuple) -> np.ndar
 def _mix(X: np.ndarray, W: np.ndarray) -> np.ndarray:
     """``Y[b,g,o,f] = sum_c X[b,g,c,f] * W[g,o,c,f]`` (spectra flattened over f)."""
     C, O = X.shape[2], W.shape[1]
+    if C == O == 1:
+        X *= W[:, 0]  # in place: one spectrum less in the workspace
+        return X
     if C * O <= MIX_LOOP_MAX_CHANNEL_PRODUCT:
         Y = X[:, :, 0:1] * W[None, :, :, 0]
         if C > 1:
@@ -210,7 +222,7 @@ def fft_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo: t
                 win = _gather(xb, starts, lengths, idil).astype(compute, copy=False)
                 X = sfft.rfftn(win, s=n, axes=axes, workers=workers)
                 Y = _mix(X.reshape(*X.shape[:3], Ff), W)
-                del X
+                del X  # (Y may be X, mixed in place)
                 z = sfft.irfftn(Y.reshape(*Y.shape[:3], *_spectrum_shape(n)), s=n, axes=axes,
                                 workers=workers, overwrite_x=True)
                 out[b0:b0 + tiles.batch][dst] += z[keep]
