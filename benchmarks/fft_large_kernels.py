@@ -13,7 +13,8 @@ better of the two per pass.  JAX: ``jax.scipy.signal.fftconvolve`` of the same
 expression, jit-compiled, the forward alone and the forward with ``jax.vjp`` (both
 gradients); its gradient time is the difference.  torch: ``torch.nn.functional`` and
 ``torch.nn.grad`` (its direct kernels), one run per pass (F1's forward alone takes
-~30 s; two, the faster counting, for passes under 20 s), skipped with ``--no-torch``, limited with ``--torch-passes forward``.
+~30 s; two, the faster counting, for passes under 20 s), skipped with ``--no-torch``,
+limited with ``--torch-passes forward``.
 Run: ``python benchmarks/fft_large_kernels.py [--only F1,F3] [--reps 3] [--json F]``.
 """
 

@@ -159,7 +159,8 @@ def test_small_kernels_stay_direct():
     rng = np.random.default_rng(6)
     for xs, ws, groups, pad in (((2, 16, 32, 32), (16, 16, 3, 3), 1, 1),
                                 ((1, 3, 60, 90), (3, 1, 1, 11), 3, 0),
-                                ((2, 8, 16, 16, 16), (8, 8, 3, 3, 3), 1, 1)):
+                                ((2, 8, 16, 16, 16), (8, 8, 3, 3, 3), 1, 1),
+                                ((1, 16, 12, 12, 12), (16, 16, 3, 3, 3), 1, 1)):
         nd = len(xs) - 2
         spec = ConvSpec((1,) * nd, ((pad, pad),) * nd, (1,) * nd, (1,) * nd, groups)
         x, w = rng.standard_normal(xs), rng.standard_normal(ws)

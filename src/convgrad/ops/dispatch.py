@@ -387,11 +387,17 @@ FFT_MIN_TAPS = 25
 # few channels (C*O <= 16: one-channel images, depthwise, where no GEMM is fed), the best
 # measured in each class, so that the FFT is chosen only where it is clearly faster:
 # NumPy engine (im2col), float32: few 3.1 G (31x31 on 512^2), many 52 G ((8, 64, 32, 32)
-# 5x5 64->64); float64: few 2.1 G, many 16 G.  oneDNN: few 5.7 G (31x31 depthwise on
-# (4, 32, 96, 96), the figure), many ~100 G (AVX2 FMA peak of two cores).
+# 5x5 64->64); float64: few 2.1 G, many 16 G.  oneDNN, many: ~100 G (AVX2 FMA peak of
+# two cores); few, per pass, the best measured on 7x7-15x15 one-channel and depthwise
+# 2-D kernels, 5^3-7^3 volumes and 31-63-tap 1-D filters with 4 channels: forward 4.1 G,
+# input gradient 3.7 G, weight gradient 1.6 G, except oneDNN's depthwise kernels (jit_dw)
+# on 2-D kernels up to 7x7 (forward, 21.7 G) and 15x15 (input gradient, 24.1 G at 11x11,
+# 5.9-13.4 G at 15x15 in two runs).
 DIRECT_MACS_PER_S = {("numpy", 4, True): 3.5e9, ("numpy", 4, False): 60e9,
                      ("numpy", 8, True): 2.5e9, ("numpy", 8, False): 20e9,
-                     ("onednn", 4, True): 6e9, ("onednn", 4, False): 100e9}
+                     ("onednn", 4, False): 100e9}
+ONEDNN_FEW_CHANNEL_MACS_PER_S = {"forward": 4.5e9, "input_grad": 4e9, "weight_grad": 1.6e9}
+ONEDNN_DEPTHWISE_FAST = {"forward": (7, 24e9), "input_grad": (15, 26e9)}  # (side, rate)
 # Flops of fft.cost per second (measured on F1-F4 and on 7x7..31x31 kernels: 1.4-4.7 G in
 # float32, 1.2-3.6 G in float64): the low end, again so that the FFT must clearly win.
 FFT_FLOPS_PER_S = {4: 2.0e9, 8: 1.2e9}
@@ -402,14 +408,25 @@ def _fft_taps(pass_: str, rhs: np.ndarray, out_shape: tuple) -> int:
     return prod(out_shape[2:]) if pass_ == "weight_grad" else prod(rhs.shape[2:])
 
 
-def _direct_seconds(low: Lowered, onednn_runs: bool) -> float:
+def _direct_seconds(pass_: str, low: Lowered, onednn_runs: bool) -> float:
     B, G, C = low.x.shape[:3]
     O = low.w.shape[1]
     macs = B * G * O * C * prod(low.w.shape[3:]) * prod(low.out.shape[3:])
-    few = C * O <= DIRECT_MAX_CHANNEL_PRODUCT
+    # the forward convolution's channels per group (a weight gradient's lowered batch
+    # is the input's channels, its lowered channels the batch)
+    few = (B if pass_ == "weight_grad" else C) * O <= DIRECT_MAX_CHANNEL_PRODUCT
     itemsize = low.out.dtype.itemsize
-    backend = "onednn" if onednn_runs and itemsize == 4 else "numpy"
-    return macs / DIRECT_MACS_PER_S[(backend, itemsize, few)]
+    if onednn_runs and itemsize == 4 and not few:
+        rate = DIRECT_MACS_PER_S[("onednn", 4, False)]
+    elif onednn_runs and itemsize == 4:
+        rate = ONEDNN_FEW_CHANNEL_MACS_PER_S[pass_]
+        side, fast = ONEDNN_DEPTHWISE_FAST.get(pass_, (0, 0.0))
+        K = low.w.shape[3:]
+        if pass_ != "weight_grad" and G > 1 and C == O == 1 and len(K) == 2 and max(K) <= side:
+            rate = fast
+    else:
+        rate = DIRECT_MACS_PER_S[("numpy", itemsize, few)]
+    return macs / rate
 
 
 def _fft_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
@@ -430,7 +447,7 @@ def _fft_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
     itemsize = dtype.itemsize
     rate = FFT_FLOPS_PER_S[itemsize]
     if pinned is None:
-        direct_s = _direct_seconds(low, onednn.available())
+        direct_s = _direct_seconds(pass_, low, onednn.available())
         # a lower bound of the FFT's work: each output and each sample it reads
         # transformed once, at the smallest FFT length tried (16 per dim)
         reads = prod(((p - 1) * s + k) for p, s, k in zip(P, low.stride, Kd))
