@@ -209,7 +209,9 @@ def fft_conv(x: np.ndarray, w: np.ndarray, out: np.ndarray, stride: tuple, lo: t
     for k0 in itertools.product(*k_starts):
         kt = tuple(min(t, k - a) for a, t, k in zip(k0, tiles.kt, Kd))
         wt = _gather(w, k0, kt, kdil).astype(compute, copy=False)
-        W = np.conj(sfft.rfftn(wt, s=n, axes=axes, workers=workers)).reshape(G, O, C, Ff)
+        W = sfft.rfftn(wt, s=n, axes=axes, workers=workers).reshape(G, O, C, Ff)
+        np.conjugate(W, out=W)  # correlation; in place, one spectrum in the workspace
+        del wt
         for p0 in itertools.product(*p_starts):
             pt = tuple(min(t, p - a) for a, t, p in zip(p0, tiles.pt, P))
             qt = tuple((m - 1) * s + 1 for m, s in zip(pt, stride))
