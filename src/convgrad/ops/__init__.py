@@ -5,6 +5,7 @@ are the only places in convgrad that do convolution arithmetic.
 """
 
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
+from .dispatch import prefer
 from .heap import tune_malloc
 from .onednn import available as onednn_available
 from .spec import ConvSpec
@@ -12,4 +13,4 @@ from .spec import ConvSpec
 tune_malloc()  # freed arrays stay in the heap between training steps (see .heap)
 
 __all__ = ["ConvSpec", "conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad",
-           "onednn_available"]
+           "onednn_available", "prefer"]

@@ -2,7 +2,9 @@
 
 :func:`plan` returns the algorithm and its parameters for one pass (forward, input
 gradient, weight gradient), and the output array it will fill; :meth:`Plan.run`
-executes it.  First choice, for float32: ``onednn`` (:mod:`.onednn`, the library
+executes it.  First, large kernels: ``fft`` (:mod:`.fft`, real FFTs in tiles over the
+lowered pass) where a measured cost model (:func:`_fft_plan`) says it beats the direct
+algorithms, in float32 and float64.  Then, for float32: ``onednn`` (:mod:`.onednn`, the library
 PyTorch uses on CPU), for every pass it supports.  Everything else runs on the NumPy
 engine: the pass is lowered to one unflipped grouped convolution (:mod:`.lowering`)
 and computed by
@@ -33,6 +35,7 @@ from math import prod
 import numpy as np
 
 from . import direct, layouts, onednn
+from . import fft as fft_mod
 from .im2col import im2col_conv
 from .lowering import Lowered, lower
 from .parallel import num_threads
@@ -44,7 +47,7 @@ from .workspace import get_workspace_limit
 
 __all__ = ["ALGORITHMS", "Plan", "Step", "output_channels_last", "plan", "prefer"]
 
-ALGORITHMS = ("onednn", "numpy", "scatter", "direct", "im2col")
+ALGORITHMS = ("onednn", "numpy", "scatter", "direct", "im2col", "fft")
 
 # C*O at most this: im2col's patch copy (C*K per output) costs more than its product
 # (O*C*K multiply-adds per output), so read the slab in place with the direct loops.
@@ -87,8 +90,9 @@ def prefer(name: str) -> Iterator[None]:
     ``onednn`` for every pass oneDNN runs (the NumPy engine's own choice otherwise),
     ``numpy`` for the NumPy engine's own choice everywhere (as without oneDNN),
     ``scatter`` for every unit-stride pass, ``direct`` for every dense convolution whose
-    slab fits (Numba installed), ``im2col`` for everything (no scatter, no direct); the
-    last three never use oneDNN.  For tests and benchmarks that pin an algorithm; they
+    slab fits (Numba installed), ``im2col`` for everything (no scatter, no direct), ``fft``
+    for every pass whose FFT tiles fit the workspace (:mod:`.fft`); the last four never
+    use oneDNN.  For tests and benchmarks that pin an algorithm; they
     check the profiler's ``algorithm``."""
     if name not in ALGORITHMS:
         raise ValueError(f"prefer: name={name!r} must be one of {ALGORITHMS}")
@@ -129,6 +133,7 @@ class Plan:
     backend: onednn.Plan | None = None  # a oneDNN plan, run on ``arrays``
     arrays: tuple = ()           # oneDNN: (lhs, rhs, out, bias or None)
     batches: tuple = ()          # oneDNN in batch slices: ((slice, onednn.Plan), ...)
+    tiles: fft_mod.Tiling | None = None  # fft: its tiles
 
     @property
     def out(self) -> np.ndarray:
@@ -151,6 +156,9 @@ class Plan:
         low = self.low
         if self.name == "none":
             return 0
+        if self.name == "fft":
+            return fft_mod.fft_conv(low.x, low.w, low.out, low.stride, low.lo, low.kdil,
+                                    low.idil, self.tiles, num_threads(), low.out.dtype)
         if self.name == "scatter":
             return scatter_conv(low.x, low.w, low.out, low.lo, low.kdil, low.idil, self.budget)
         if self.zero_fill:
@@ -370,13 +378,100 @@ def _onednn_batches(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarra
     return None
 
 
+# ---- FFT or direct: a measured cost model (2 cores of an AMD EPYC, AVX2; ms in the notes)
+# Kernels with fewer taps never go to the FFT: its two transforms cost >= 20 flops per
+# sample and channel at a third of the direct loops' rate (measured: 7x7 on (1, 1, 512,
+# 512): im2col 5.2 ms, FFT 11.6-26 ms), so it cannot win below 5x5.
+FFT_MIN_TAPS = 25
+# Multiply-adds per second of the direct algorithms, by dtype and whether the groups have
+# few channels (C*O <= 16: one-channel images, depthwise, where no GEMM is fed), the best
+# measured in each class, so that the FFT is chosen only where it is clearly faster:
+# NumPy engine (im2col), float32: few 3.1 G (31x31 on 512^2), many 52 G ((8, 64, 32, 32)
+# 5x5 64->64); float64: few 2.1 G, many 16 G.  oneDNN, many: ~100 G (AVX2 FMA peak of
+# two cores); few, per pass, the best measured on 7x7-15x15 one-channel and depthwise
+# 2-D kernels, 5^3-7^3 volumes and 31-63-tap 1-D filters with 4 channels: forward 4.1 G,
+# input gradient 3.7 G, weight gradient 1.6 G, except oneDNN's depthwise kernels (jit_dw)
+# on 2-D kernels up to 7x7 (forward, 21.7 G) and 15x15 (input gradient, 24.1 G at 11x11,
+# 5.9-13.4 G at 15x15 in two runs).
+DIRECT_MACS_PER_S = {("numpy", 4, True): 3.5e9, ("numpy", 4, False): 60e9,
+                     ("numpy", 8, True): 2.5e9, ("numpy", 8, False): 20e9,
+                     ("onednn", 4, False): 100e9}
+ONEDNN_FEW_CHANNEL_MACS_PER_S = {"forward": 4.5e9, "input_grad": 4e9, "weight_grad": 1.6e9}
+ONEDNN_DEPTHWISE_FAST = {"forward": (7, 24e9), "input_grad": (15, 26e9)}  # (side, rate)
+# Flops of fft.cost per second (measured on F1-F4 and on 7x7..31x31 kernels: 1.4-4.7 G in
+# float32, 1.2-3.6 G in float64): the low end, again so that the FFT must clearly win.
+FFT_FLOPS_PER_S = {4: 2.0e9, 8: 1.2e9}
+
+
+def _fft_taps(pass_: str, rhs: np.ndarray, out_shape: tuple) -> int:
+    """The forward kernel's taps (the weight gradient's output is the kernel)."""
+    return prod(out_shape[2:]) if pass_ == "weight_grad" else prod(rhs.shape[2:])
+
+
+def _direct_seconds(pass_: str, low: Lowered, onednn_runs: bool) -> float:
+    B, G, C = low.x.shape[:3]
+    O = low.w.shape[1]
+    macs = B * G * O * C * prod(low.w.shape[3:]) * prod(low.out.shape[3:])
+    # the forward convolution's channels per group (a weight gradient's lowered batch
+    # is the input's channels, its lowered channels the batch)
+    few = (B if pass_ == "weight_grad" else C) * O <= DIRECT_MAX_CHANNEL_PRODUCT
+    itemsize = low.out.dtype.itemsize
+    if onednn_runs and itemsize == 4 and not few:
+        rate = DIRECT_MACS_PER_S[("onednn", 4, False)]
+    elif onednn_runs and itemsize == 4:
+        rate = ONEDNN_FEW_CHANNEL_MACS_PER_S[pass_]
+        side, fast = ONEDNN_DEPTHWISE_FAST.get(pass_, (0, 0.0))
+        K = low.w.shape[3:]
+        if pass_ != "weight_grad" and G > 1 and C == O == 1 and len(K) == 2 and max(K) <= side:
+            rate = fast
+    else:
+        rate = DIRECT_MACS_PER_S[("numpy", itemsize, few)]
+    return macs / rate
+
+
+def _fft_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
+              spec: ConvSpec) -> Plan | None:
+    """The FFT plan of a pass when it is pinned or the cost model says it is faster."""
+    pinned = getattr(_preferred, "name", None)
+    if pinned not in (None, "fft"):
+        return None
+    if pinned is None and _fft_taps(pass_, rhs, out_shape) < FFT_MIN_TAPS:
+        return None
+    dtype = np.result_type(lhs, rhs)
+    # the lowered geometry on a stand-in output (no memory), the real one once chosen
+    low = lower(pass_, lhs, rhs, np.broadcast_to(np.zeros((), dtype), out_shape), spec)
+    B, G, C = low.x.shape[:3]
+    O = low.w.shape[1]
+    Kd = tuple((k - 1) * d + 1 for k, d in zip(low.w.shape[3:], low.kdil))
+    P = tuple(low.out.shape[3:])
+    itemsize = dtype.itemsize
+    rate = FFT_FLOPS_PER_S[itemsize]
+    if pinned is None:
+        direct_s = _direct_seconds(pass_, low, onednn.available())
+        # a lower bound of the FFT's work: each output and each sample it reads
+        # transformed once, at the smallest FFT length tried (16 per dim)
+        reads = prod(((p - 1) * s + k) for p, s, k in zip(P, low.stride, Kd))
+        bound = fft_mod.FFT_FLOPS_PER_SAMPLE_LOG * 4 * len(P) * B * G * (C * reads + O * prod(P))
+        if bound / rate >= direct_s:
+            return None
+    tiles = fft_mod.tiling(B, G, C, O, P, Kd, tuple(low.stride), itemsize,
+                           get_workspace_limit())
+    if tiles is None or (pinned is None and tiles.flops / rate >= direct_s):
+        return None
+    return Plan("fft", lower(pass_, lhs, rhs, np.empty(out_shape, dtype), spec), tiles=tiles)
+
+
 def plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec: ConvSpec,
          bias: np.ndarray | None = None) -> Plan:
     """How ``pass_(lhs, rhs)`` of the convolution ``spec`` runs, into an output of
     ``out_shape`` that the plan allocates: ``forward`` (x, w -> y; ``bias`` is fused
     when the backend can, see :attr:`Plan.fused_bias`), ``input_grad`` (gy, w -> gx)
     or ``weight_grad`` (x, gy -> gw)."""
-    if math.prod(out_shape):  # oneDNN for float32, wherever it runs the pass
+    if math.prod(out_shape):
+        found = _fft_plan(pass_, lhs, rhs, tuple(out_shape), spec)
+        if found is not None:
+            return found
+        # oneDNN for float32, wherever it runs the pass
         found = _onednn_plan(pass_, lhs, rhs, tuple(out_shape), spec, bias)
         if found is not None:
             return found
