@@ -111,6 +111,19 @@ def test_reductions_of_millions_of_terms(case):
     assert_as_accurate(f"sum{d} of {arr.shape} ({case})", ours, theirs, ref)
 
 
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_bias_gradient_sums_rows_in_blocks(layout):
+    """A channels-last gradient summed over (N, H, W) is a matrix of rows of C channels:
+    summed in blocks of rows (the fast path, checked), as accurately as torch."""
+    from convgrad.ops import reduction
+
+    g = conv_output((8, 64, 56, 56), layout, seed=9) - np.float32(0.25)
+    dims = (0, 2, 3)
+    assert (reduction._rows(g, dims) is not None) == (layout == "channels_last")
+    assert_as_accurate(f"bias gradient {layout}", total(g, dims), t32(g).sum(dims),
+                       t64(g).sum(dims))
+
+
 def test_total_keeps_numpy_semantics():
     rng = np.random.default_rng(2)
     x = rng.standard_normal((3, 5, 7), dtype=np.float32)[:, ::2]

@@ -6,14 +6,17 @@ whole rows into the accumulator one after another, so a float32 sum of n terms d
 about sqrt(n) roundings instead of log2(n): the mean over (H, W) of a channels-last
 (4, 16, 384, 384) convolution output was off by 1.6e-5 relative, torch's by 1.6e-7.
 
-``total`` keeps NumPy's pairwise float32 sum where it applies and otherwise accumulates
-in float64 (exact to the final rounding for any realistic n).  Measured on 9.4M float32
-(AMD EPYC, 2 cores): over (H, W) of a channels-last array NumPy's float32 sum and the
-float64-accumulated one both take ~21 ms (the strided loop is memory-bound), while over
-contiguous innermost axes the float64 one costs 2x the pairwise float32 one, so it is
-taken only where it is needed.  Every sum of the library (Tensor sums and means,
+``total`` keeps NumPy's pairwise float32 sum where it applies.  Where the reduced axes
+are the outer ones of memory and the kept ones the inner (a bias gradient or a
+BatchNorm statistic of a channels-last activation: rows of C channels), it sums blocks
+of :data:`BLOCK_ROWS` rows in float32 and the block sums in float64: as fast as NumPy's
+float32 sum (0.68 against 0.66 ms on (8, 64, 56, 56)) and more accurate than torch's
+(1.2e-7 against 1.7e-7 relative, NumPy's float32 4.2e-6).  Any other layout accumulates
+in float64 (exact to the final rounding for any realistic n): over (H, W) of a
+channels-last (4, 16, 384, 384) array it takes ~21 ms, as NumPy's float32 sum, whose
+strided loop is memory-bound.  Every sum of the library (Tensor sums and means,
 normalisation statistics and their backward terms, bias gradients, softmax) goes
-through here.
+through here.  Measured on an AMD EPYC, 2 cores.
 """
 
 from __future__ import annotations
@@ -25,9 +28,13 @@ import numpy as np
 __all__ = ["total", "mean"]
 
 # Reduced positions outside the innermost contiguous block are added one after another
-# into the pairwise partial sums: up to 8 of them (the batch of a BatchNorm over NCHW)
-# add at most ~3 roundings, as torch's own reduction does.
-_SEQUENTIAL_LIMIT = 8
+# into the pairwise partial sums: up to 16 of them (the batch of a BatchNorm or a bias
+# gradient over NCHW or NCL) add at most ~4 roundings (measured on (16, 64, 4096) over
+# (0, 2): 1.2e-7 relative, as the float64 path's cost there was 1.9x).
+_SEQUENTIAL_LIMIT = 16
+# Rows summed in float32 before a float64 accumulator takes over: 64 rows add ~8
+# roundings to a block's sum, and the blocks' float32 sums cost one pass over memory.
+BLOCK_ROWS = 64
 
 
 def _axes(ndim: int, axis: Any) -> tuple[int, ...]:
@@ -56,6 +63,45 @@ def _sequential_terms(x: np.ndarray, axes: tuple[int, ...]) -> int:
     return int(np.prod([x.shape[d] for d in reduced if d not in inner], dtype=np.int64))
 
 
+def _rows(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, list[int]] | None:
+    """``x`` as a (reduced positions, kept positions) matrix without a copy, and the kept
+    axes in memory order, when the reduced axes are the outer ones of a dense array."""
+    order = sorted((d for d in range(x.ndim) if x.shape[d] > 1),
+                   key=lambda d: -abs(x.strides[d]))
+    reduced = [d for d in order if d in axes]
+    kept = [d for d in order if d not in axes]
+    if not reduced or not kept or order != reduced + kept:
+        return None
+    expected = x.itemsize
+    for d in reversed(order):
+        if x.strides[d] != expected:
+            return None
+        expected *= x.shape[d]
+    rows = int(np.prod([x.shape[d] for d in reduced], dtype=np.int64))
+    width = int(np.prod([x.shape[d] for d in kept], dtype=np.int64))
+    return np.lib.stride_tricks.as_strided(x, (rows, width), (width * x.itemsize,
+                                                               x.itemsize)), kept
+
+
+def _blocked(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray | None:
+    """Blocks of rows summed in float32, the block sums in float64 (see the module)."""
+    found = _rows(x, axes)
+    if found is None:
+        return None
+    m, kept = found
+    n = (m.shape[0] // BLOCK_ROWS) * BLOCK_ROWS
+    s = m[:n].reshape(-1, BLOCK_ROWS, m.shape[1]).sum(axis=1).sum(axis=0, dtype=np.float64)
+    if n < m.shape[0]:
+        s += m[n:].sum(axis=0, dtype=np.float64)
+    out_axes = sorted(d for d in range(x.ndim) if d not in axes)  # logical order
+    s = s.reshape([x.shape[d] for d in kept])
+    s = s.transpose([kept.index(d) for d in out_axes if d in kept]) if len(kept) > 1 else s
+    s = s.reshape([x.shape[d] for d in out_axes])  # size-1 kept dims back in place
+    if keepdims:
+        s = s.reshape([1 if d in axes else n_ for d, n_ in enumerate(x.shape)])
+    return s.astype(x.dtype)
+
+
 def total(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """``np.sum(x, axis, keepdims=keepdims)`` with float16/32 summed accurately.
 
@@ -65,9 +111,13 @@ def total(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     dtype = getattr(x, "dtype", None)
     if dtype is None or dtype.kind != "f" or dtype.itemsize >= 8:
         return np.sum(x, axis=axis, keepdims=keepdims)
-    if isinstance(x, np.ndarray) and (
-            x.size == 0 or _sequential_terms(x, _axes(x.ndim, axis)) <= _SEQUENTIAL_LIMIT):
-        return np.sum(x, axis=axis, keepdims=keepdims)
+    if isinstance(x, np.ndarray):
+        axes = _axes(x.ndim, axis)
+        if x.size == 0 or _sequential_terms(x, axes) <= _SEQUENTIAL_LIMIT:
+            return np.sum(x, axis=axis, keepdims=keepdims)
+        blocked = _blocked(x, axes, keepdims)
+        if blocked is not None:
+            return blocked
     return np.sum(x, axis=axis, dtype=np.float64, keepdims=keepdims).astype(dtype)
 
 
