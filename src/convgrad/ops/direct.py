@@ -11,7 +11,7 @@ Two loop orders: vectorised over ``j`` (long output rows) or over the taps of on
 kernel row (long kernels, e.g. a weight gradient whose "kernel" is a whole image).
 Numba is optional: without it the dispatcher never selects these kernels.  Which loop
 order, whether to run Numba's threads and whether to allow reassociation are decided by
-the dispatch point (:func:`convgrad.ops.dispatch.plan`).
+the dispatch point (:func:`convgrad.ops.dispatch.choose`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""The one point that chooses how a convolution pass runs: :func:`plan`.
+"""The one point that chooses how a convolution pass runs: :func:`choose`.
 
-:func:`plan` returns the algorithm and its parameters for one pass (forward, input
-gradient, weight gradient), and the output array it will fill; :meth:`Plan.run`
+:func:`choose` returns the algorithm and its parameters for one pass (forward, input
+gradient, weight gradient), and the output array it will fill; :meth:`Choice.run`
 executes it.  First, large kernels: ``fft`` (:mod:`.fft`, real FFTs in tiles over the
 lowered pass) where a measured cost model (:func:`_fft_plan`) says it beats the direct
 algorithms, in float32 and float64.  Then, for float32: ``onednn`` (:mod:`.onednn`, the library
@@ -19,7 +19,7 @@ and computed by
   - ``im2col`` (:mod:`.im2col`, patch matrix + BLAS, chunked): everything else.
 
 Every threshold below carries the reason for its value.  Tests pin decisions through
-the profiler's ``algorithm`` (``Plan.name``).
+the profiler's ``algorithm`` (``Choice.name``).
 """
 
 from __future__ import annotations
@@ -42,10 +42,10 @@ from .parallel import num_threads
 from .polyphase import covers_all, phases
 from .scatter import scatter_conv
 from .slab import slab_extent
-from .spec import ConvSpec
+from .spec import ConvSpec, Pass
 from .workspace import get_workspace_limit
 
-__all__ = ["ALGORITHMS", "Plan", "Step", "output_channels_last", "plan", "prefer"]
+__all__ = ["ALGORITHMS", "Choice", "Step", "output_channels_last", "choose", "prefer"]
 
 ALGORITHMS = ("onednn", "numpy", "scatter", "direct", "im2col", "fft")
 
@@ -122,7 +122,7 @@ class Step:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Choice:
     """How one lowered pass runs; ``name`` is what the profiler shows."""
 
     name: str
@@ -180,7 +180,7 @@ class Plan:
         """oneDNN on each batch slice: the forward and the input gradient write their
         slice of the output; the weight gradient is the sum of the slices' gradients."""
         pass_ = self.backend.pass_name
-        partial = np.empty_like(out) if pass_ == "weight_grad" else None
+        partial = np.empty_like(out) if pass_ == Pass.WEIGHT_GRAD else None
         flops = 0
         for i, (rows, backend) in enumerate(self.batches):
             a, b, c = _batch_views(pass_, lhs, rhs, out, rows)
@@ -241,12 +241,12 @@ def _use_scatter(low: Lowered) -> bool:
     return SCATTER_CHANNEL_RATIO * O <= C or (O < C and any(d > 1 for d in low.idil))
 
 
-def plan_lowered(low: Lowered) -> Plan:
+def choose_lowered(low: Lowered) -> Choice:
     """The plan of a lowered pass on the NumPy engine."""
     if low.out.size == 0:
-        return Plan("none", low)
+        return Choice("none", low)
     if _use_scatter(low):
-        return Plan("scatter", low, budget=get_workspace_limit() // SCATTER_COLS_SHARE)
+        return Choice("scatter", low, budget=get_workspace_limit() // SCATTER_COLS_SHARE)
     nd = len(low.stride)
     K, P = low.w.shape[3:], low.out.shape[3:]
     per_dim = [phases(K[d], P[d], low.stride[d], low.lo[d], low.kdil[d], low.idil[d])
@@ -260,7 +260,7 @@ def plan_lowered(low: Lowered) -> Plan:
     name = "+".join(sorted({s.algorithm for s in steps})) or "zeros"
     if any(i > 1 for i in low.idil):
         name += "/polyphase"
-    return Plan(name, low, steps, zero_fill)
+    return Choice(name, low, steps, zero_fill)
 
 
 # A forward pass reading fewer input channels than this (a network's input image)
@@ -269,7 +269,7 @@ def plan_lowered(low: Lowered) -> Plan:
 CHANNELS_LAST_FROM_FEW_CHANNELS = 8
 
 
-def output_channels_last(pass_: str, lhs: np.ndarray, out_shape: tuple) -> bool:
+def output_channels_last(pass_: Pass, lhs: np.ndarray, out_shape: tuple) -> bool:
     """The memory layout of a oneDNN pass's output (its logical layout is channels first).
 
     The output follows the input's layout: oneDNN is fastest when both match (forward,
@@ -280,11 +280,11 @@ def output_channels_last(pass_: str, lhs: np.ndarray, out_shape: tuple) -> bool:
     a network pays one reorder at its input instead of one per call.  1-D activations
     and weights stay as they are (a 1-D weight gradient was slower channels-last).
     """
-    if pass_ == "weight_grad" or len(out_shape) not in (4, 5) or out_shape[1] < 2:
+    if pass_ == Pass.WEIGHT_GRAD or len(out_shape) not in (4, 5) or out_shape[1] < 2:
         return False
     if layouts.is_channels_last(lhs):
         return True
-    return pass_ == "forward" and lhs.shape[1] < CHANNELS_LAST_FROM_FEW_CHANNELS
+    return pass_ == Pass.FORWARD and lhs.shape[1] < CHANNELS_LAST_FROM_FEW_CHANNELS
 
 
 def _dense(a: np.ndarray) -> np.ndarray | None:
@@ -305,15 +305,15 @@ def _dense(a: np.ndarray) -> np.ndarray | None:
 DIRECT_INPUT_GRAD_MAX_GROUPS = 8
 
 
-def _direct_beats_onednn(pass_: str, rhs: np.ndarray, spec: ConvSpec) -> bool:
-    if pass_ != "input_grad" or not _direct_enabled():
+def _direct_beats_onednn(pass_: Pass, rhs: np.ndarray, spec: ConvSpec) -> bool:
+    if pass_ != Pass.INPUT_GRAD or not _direct_enabled():
         return False
     one_channel = rhs.shape[0] == spec.groups and rhs.shape[1] == 1  # C = O = 1 per group
     return one_channel and spec.groups <= DIRECT_INPUT_GRAD_MAX_GROUPS
 
 
-def _onednn_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
-                 spec: ConvSpec, bias: np.ndarray | None) -> Plan | None:
+def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
+                 spec: ConvSpec, bias: np.ndarray | None) -> Choice | None:
     pinned = getattr(_preferred, "name", None)
     if pinned not in (None, "onednn"):
         return None
@@ -321,7 +321,7 @@ def _onednn_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
         return None
     if lhs.dtype != np.float32 or rhs.dtype != np.float32 or not onednn.available():
         return None
-    if bias is not None and (pass_ != "forward" or bias.dtype != np.float32):
+    if bias is not None and (pass_ != Pass.FORWARD or bias.dtype != np.float32):
         bias = None  # the kernel adds it (or promotes) itself
     lhs, rhs = _dense(lhs), _dense(rhs)
     if lhs is None or rhs is None:
@@ -332,24 +332,24 @@ def _onednn_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
         bias = None
         backend = onednn.plan_for(pass_, lhs, rhs, out, spec, checked=False)
     if backend is not None:
-        return Plan(backend.name, None, backend=backend, arrays=(lhs, rhs, out, bias))
+        return Choice(backend.name, None, backend=backend, arrays=(lhs, rhs, out, bias))
     batches = _onednn_batches(pass_, lhs, rhs, out, spec)
     if batches is None:
         return None
-    return Plan(f"{batches[0][1].name}/batches", None, backend=batches[0][1],
+    return Choice(f"{batches[0][1].name}/batches", None, backend=batches[0][1],
                 arrays=(lhs, rhs, out, None), batches=batches)
 
 
-def _batch_views(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
+def _batch_views(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
                  rows: slice) -> tuple:
     """The arrays of a pass restricted to the samples ``rows``: (x, gy, gw) of a weight
     gradient share gw; (x, w, y) and (gy, w, gx) share w."""
-    if pass_ == "weight_grad":
+    if pass_ == Pass.WEIGHT_GRAD:
         return lhs[rows], rhs[rows], out
     return lhs[rows], rhs, out[rows]
 
 
-def _onednn_batches(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
+def _onednn_batches(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
                     spec: ConvSpec) -> tuple | None:
     """oneDNN plans for batch slices of a pass whose arena (oneDNN's layout copies of
     the activations and its scratchpad, which grow with the batch) is over the
@@ -396,25 +396,25 @@ FFT_MIN_TAPS = 25
 DIRECT_MACS_PER_S = {("numpy", 4, True): 3.5e9, ("numpy", 4, False): 60e9,
                      ("numpy", 8, True): 2.5e9, ("numpy", 8, False): 20e9,
                      ("onednn", 4, False): 100e9}
-ONEDNN_FEW_CHANNEL_MACS_PER_S = {"forward": 4.5e9, "input_grad": 4e9, "weight_grad": 1.6e9}
-ONEDNN_DEPTHWISE_FAST = {"forward": (7, 24e9), "input_grad": (15, 26e9)}  # (side, rate)
+ONEDNN_FEW_CHANNEL_MACS_PER_S = {Pass.FORWARD: 4.5e9, Pass.INPUT_GRAD: 4e9, Pass.WEIGHT_GRAD: 1.6e9}
+ONEDNN_DEPTHWISE_FAST = {Pass.FORWARD: (7, 24e9), Pass.INPUT_GRAD: (15, 26e9)}  # (side, rate)
 # Flops of fft.cost per second (measured on F1-F4 and on 7x7..31x31 kernels: 1.4-4.7 G in
 # float32, 1.2-3.6 G in float64): the low end, again so that the FFT must clearly win.
 FFT_FLOPS_PER_S = {4: 2.0e9, 8: 1.2e9}
 
 
-def _fft_taps(pass_: str, rhs: np.ndarray, out_shape: tuple) -> int:
+def _fft_taps(pass_: Pass, rhs: np.ndarray, out_shape: tuple) -> int:
     """The forward kernel's taps (the weight gradient's output is the kernel)."""
-    return prod(out_shape[2:]) if pass_ == "weight_grad" else prod(rhs.shape[2:])
+    return prod(out_shape[2:]) if pass_ == Pass.WEIGHT_GRAD else prod(rhs.shape[2:])
 
 
-def _direct_seconds(pass_: str, low: Lowered, onednn_runs: bool) -> float:
+def _direct_seconds(pass_: Pass, low: Lowered, onednn_runs: bool) -> float:
     B, G, C = low.x.shape[:3]
     O = low.w.shape[1]
     macs = B * G * O * C * prod(low.w.shape[3:]) * prod(low.out.shape[3:])
     # the forward convolution's channels per group (a weight gradient's lowered batch
     # is the input's channels, its lowered channels the batch)
-    few = (B if pass_ == "weight_grad" else C) * O <= DIRECT_MAX_CHANNEL_PRODUCT
+    few = (B if pass_ == Pass.WEIGHT_GRAD else C) * O <= DIRECT_MAX_CHANNEL_PRODUCT
     itemsize = low.out.dtype.itemsize
     if onednn_runs and itemsize == 4 and not few:
         rate = DIRECT_MACS_PER_S[("onednn", 4, False)]
@@ -422,15 +422,15 @@ def _direct_seconds(pass_: str, low: Lowered, onednn_runs: bool) -> float:
         rate = ONEDNN_FEW_CHANNEL_MACS_PER_S[pass_]
         side, fast = ONEDNN_DEPTHWISE_FAST.get(pass_, (0, 0.0))
         K = low.w.shape[3:]
-        if pass_ != "weight_grad" and G > 1 and C == O == 1 and len(K) == 2 and max(K) <= side:
+        if pass_ != Pass.WEIGHT_GRAD and G > 1 and C == O == 1 and len(K) == 2 and max(K) <= side:
             rate = fast
     else:
         rate = DIRECT_MACS_PER_S[("numpy", itemsize, few)]
     return macs / rate
 
 
-def _fft_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
-              spec: ConvSpec) -> Plan | None:
+def _fft_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
+              spec: ConvSpec) -> Choice | None:
     """The FFT plan of a pass when it is pinned or the cost model says it is faster."""
     pinned = getattr(_preferred, "name", None)
     if pinned not in (None, "fft"):
@@ -458,14 +458,14 @@ def _fft_plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
                            get_workspace_limit())
     if tiles is None or (pinned is None and tiles.flops / rate >= direct_s):
         return None
-    return Plan("fft", lower(pass_, lhs, rhs, np.empty(out_shape, dtype), spec), tiles=tiles)
+    return Choice("fft", lower(pass_, lhs, rhs, np.empty(out_shape, dtype), spec), tiles=tiles)
 
 
-def plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec: ConvSpec,
-         bias: np.ndarray | None = None) -> Plan:
+def choose(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec: ConvSpec,
+         bias: np.ndarray | None = None) -> Choice:
     """How ``pass_(lhs, rhs)`` of the convolution ``spec`` runs, into an output of
     ``out_shape`` that the plan allocates: ``forward`` (x, w -> y; ``bias`` is fused
-    when the backend can, see :attr:`Plan.fused_bias`), ``input_grad`` (gy, w -> gx)
+    when the backend can, see :attr:`Choice.fused_bias`), ``input_grad`` (gy, w -> gx)
     or ``weight_grad`` (x, gy -> gw)."""
     if math.prod(out_shape):
         found = _fft_plan(pass_, lhs, rhs, tuple(out_shape), spec)
@@ -476,4 +476,4 @@ def plan(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec: C
         if found is not None:
             return found
     out = np.empty(out_shape, dtype=np.result_type(lhs, rhs))
-    return plan_lowered(lower(pass_, lhs, rhs, out, spec))
+    return choose_lowered(lower(pass_, lhs, rhs, out, spec))

@@ -1,7 +1,7 @@
 """The four convolution kernels, unchecked: callers pass validated arrays, spec and shapes.
 
 These are the only places that do convolution arithmetic: each pass asks the dispatch
-point (:func:`.dispatch.plan`) how to run and records one profiler event.  The public,
+point (:func:`.dispatch.choose`) how to run and records one profiler event.  The public,
 checked versions are in :mod:`.conv`; the autograd Functions call these directly, since
 the edge (:mod:`convgrad.functional.conv_args`) has already applied the shape rule once.
 The transpose rules that turn each pass into a convolution are in :mod:`.lowering`.
@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dispatch import plan
+from .dispatch import choose
 from .profiler import record
 from .reduction import total
-from .spec import ConvSpec
+from .spec import ConvSpec, Pass
 
 __all__ = ["conv_bias_grad", "conv_forward", "conv_input_grad", "conv_weight_grad"]
 
 
-def _run(name: str, pass_: str, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
+def _run(name: str, pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
          spec: ConvSpec, bias: np.ndarray | None = None) -> np.ndarray:
     with record(name, lhs.shape, rhs.shape, tuple(out_shape)) as rec:
-        p = plan(pass_, lhs, rhs, out_shape, spec, bias)
+        p = choose(pass_, lhs, rhs, out_shape, spec, bias)
         rec.algorithm = p.name
         rec.flops = p.run()
     out = p.out
@@ -45,19 +45,19 @@ def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec, y_shape: tuple,
                  bias: np.ndarray | None = None) -> np.ndarray:
     """``y = conv(x, w) + bias`` of shape ``y_shape`` (the shape rule's result); the bias
     is added inside the convolution when the backend can."""
-    return _run("conv_forward", "forward", x, w, y_shape, spec, bias)
+    return _run("conv_forward", Pass.FORWARD, x, w, y_shape, spec, bias)
 
 
 def conv_input_grad(gy: np.ndarray, w: np.ndarray, spec: ConvSpec, x_shape: tuple
                     ) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dx`` for an input of shape ``x_shape``."""
-    return _run("conv_input_grad", "input_grad", gy, w, x_shape, spec)
+    return _run("conv_input_grad", Pass.INPUT_GRAD, gy, w, x_shape, spec)
 
 
 def conv_weight_grad(x: np.ndarray, gy: np.ndarray, spec: ConvSpec, w_shape: tuple
                      ) -> np.ndarray:
     """``d(sum(conv(x, w) * gy)) / dw`` for a weight of shape ``w_shape``."""
-    return _run("conv_weight_grad", "weight_grad", x, gy, w_shape, spec)
+    return _run("conv_weight_grad", Pass.WEIGHT_GRAD, x, gy, w_shape, spec)
 
 
 def conv_bias_grad(gy: np.ndarray) -> np.ndarray:

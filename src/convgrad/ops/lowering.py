@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .spec import ConvSpec
+from .spec import ConvSpec, Pass
 
 __all__ = ["Lowered", "lower"]
 
@@ -98,10 +98,10 @@ def _weight_grad(x: np.ndarray, gy: np.ndarray, gw: np.ndarray, spec: ConvSpec) 
                    spec.stride, spec.input_dilation, gw)
 
 
-_RULES = {"forward": _forward, "input_grad": _input_grad, "weight_grad": _weight_grad}
+_RULES = {Pass.FORWARD: _forward, Pass.INPUT_GRAD: _input_grad, Pass.WEIGHT_GRAD: _weight_grad}
 
 
-def lower(pass_: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
+def lower(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
           spec: ConvSpec) -> Lowered:
     """``pass_`` is ``forward`` (x, w -> y), ``input_grad`` (gy, w -> gx) or
     ``weight_grad`` (x, gy -> gw)."""

@@ -9,11 +9,12 @@ at the edge, by :mod:`convgrad.functional.conv_args`; kernels only ever see spec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 from numbers import Integral
 
 import numpy as np
 
-__all__ = ["ConvSpec", "check_float_array", "is_int", "output_length"]
+__all__ = ["ConvSpec", "Pass", "check_float_array", "is_int", "output_length"]
 
 
 def is_int(v: object) -> bool:
@@ -40,6 +41,18 @@ def output_length(length: int, kernel: int, stride: int, lo: int, hi: int,
         return 0
     padded = (length - 1) * input_dilation + 1 + lo + hi
     return (padded - ((kernel - 1) * kernel_dilation + 1)) // stride + 1
+
+
+class Pass(str, Enum):
+    """The three passes of a convolution ``y = conv(x, w)``: each is itself a convolution
+    (see :mod:`.lowering`).  A ``str`` too, so a pass prints and compares as its name."""
+
+    FORWARD = "forward"          # x, w -> y
+    INPUT_GRAD = "input_grad"    # gy, w -> gx
+    WEIGHT_GRAD = "weight_grad"  # x, gy -> gw
+
+    __str__ = str.__str__
+    __format__ = str.__format__
 
 
 @dataclass(frozen=True)

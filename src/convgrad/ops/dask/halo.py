@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-__all__ = ["Axis", "Plan", "bounds", "plan"]
+__all__ = ["Axis", "ChunkMap", "bounds", "chunk_map"]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -90,7 +90,7 @@ class Axis:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ChunkMap:
     """The chunking of one dim: source and target chunk boundaries (the same number of
     chunks, paired in order) and the halo ``(before, after)`` added to each source block
     (none beyond the array's ends)."""
@@ -129,7 +129,7 @@ def _halo(src: Sequence[int], tgt: Sequence[int], reads: Reads) -> tuple[int, in
     return before, after
 
 
-def plan(src: Sequence[int], tgt: Sequence[int], reads: Reads) -> Plan:
+def chunk_map(src: Sequence[int], tgt: Sequence[int], reads: Reads) -> ChunkMap:
     """Pair source boundaries ``src`` with target boundaries ``tgt`` (same length, from 0
     to each array's length; interior target boundaries may lie outside the target and
     are then dropped) and merge chunks until every halo comes from a neighbour.
@@ -150,7 +150,7 @@ def plan(src: Sequence[int], tgt: Sequence[int], reads: Reads) -> Plan:
         need = max(depth)
         sizes = [b - a for a, b in zip(s_b, s_b[1:])]
         if not pairs or min(sizes) >= need:
-            return Plan(s_b, t_b, depth)
+            return ChunkMap(s_b, t_b, depth)
         kept, start = [], 0  # greedy merge: a boundary stays once its chunk is big enough
         for s, t in pairs:
             if s - start >= need:

@@ -42,7 +42,7 @@ import numpy as np
 from .. import kernels as memory
 from ..spec import ConvSpec, check_float_array, is_int
 from . import is_dask_array
-from .halo import Axis, Plan, bounds, plan
+from .halo import Axis, ChunkMap, bounds, chunk_map
 
 __all__ = ["conv_forward", "conv_input_grad", "conv_weight_grad", "conv_bias_grad"]
 
@@ -97,28 +97,28 @@ def _axes(spec: ConvSpec, x_shape: tuple, w_shape: tuple, y_shape: tuple) -> tup
         for d in range(spec.ndim))
 
 
-def _forward_plan(ax: Axis, x_chunks: tuple) -> Plan:
+def _forward_plan(ax: Axis, x_chunks: tuple) -> ChunkMap:
     """x is the source, y the target: y's boundaries follow x's."""
     src = bounds(x_chunks)
-    return plan(src, (0, *(ax.y_boundary(b) for b in src[1:-1]), ax.out_length), ax.x_reads)
+    return chunk_map(src, (0, *(ax.y_boundary(b) for b in src[1:-1]), ax.out_length), ax.x_reads)
 
 
-def _input_plan(ax: Axis, gy_chunks: tuple) -> Plan:
+def _input_plan(ax: Axis, gy_chunks: tuple) -> ChunkMap:
     """gy is the source, gx the target: gx's boundaries follow gy's."""
     src = bounds(gy_chunks)
-    return plan(src, (0, *(ax.x_boundary(c) for c in src[1:-1]), ax.length), ax.y_reads)
+    return chunk_map(src, (0, *(ax.x_boundary(c) for c in src[1:-1]), ax.length), ax.y_reads)
 
 
-def _forward_plans(x_chunks: tuple, axes: tuple[Axis, ...]) -> tuple[Plan, ...]:
+def _forward_plans(x_chunks: tuple, axes: tuple[Axis, ...]) -> tuple[ChunkMap, ...]:
     return tuple(_forward_plan(ax, x_chunks[2 + d]) for d, ax in enumerate(axes))
 
 
-def _input_plans(gy_chunks: tuple, axes: tuple[Axis, ...]) -> tuple[Plan, ...]:
+def _input_plans(gy_chunks: tuple, axes: tuple[Axis, ...]) -> tuple[ChunkMap, ...]:
     return tuple(_input_plan(ax, gy_chunks[2 + d]) for d, ax in enumerate(axes))
 
 
 def _paired_plans(x_chunks: tuple, gy_chunks: tuple, axes: tuple[Axis, ...]
-                  ) -> tuple[Plan, ...] | None:
+                  ) -> tuple[ChunkMap, ...] | None:
     """x -> gy plans for a weight gradient; None when some dim does not pair.
 
     Per dim, gy may be chunked as ``conv_forward`` chunks its output (for x's chunks), x
@@ -136,11 +136,11 @@ def _paired_plans(x_chunks: tuple, gy_chunks: tuple, axes: tuple[Axis, ...]
             pairs = xb, gb
         else:
             return None
-        plans.append(plan(*pairs, ax.x_reads))
+        plans.append(chunk_map(*pairs, ax.x_reads))
     return tuple(plans)
 
 
-def _with_halos(a: Any, plans: tuple[Plan, ...]) -> Any:
+def _with_halos(a: Any, plans: tuple[ChunkMap, ...]) -> Any:
     """``a`` rechunked to the plans' source chunks, each block extended by its halo."""
     a = a.rechunk((a.chunks[0], a.chunks[1], *(p.src_chunks for p in plans)))
     depth = {2 + d: p.depth for d, p in enumerate(plans) if p.depth != (0, 0)}
@@ -153,7 +153,7 @@ def _meta(ndim: int, dtype: np.dtype) -> np.ndarray:
     return np.empty((0,) * ndim, dtype)
 
 
-def _block_region(axes: tuple[Axis, ...], plans: tuple[Plan, ...], block: tuple,
+def _block_region(axes: tuple[Axis, ...], plans: tuple[ChunkMap, ...], block: tuple,
                   source_reads: str) -> tuple[tuple[list, list] | None, list]:
     """For target block ``block`` (one index per spatial dim): ((the crop of the source
     block, the block spec's padding) or None when some dim reads nothing, so that the

@@ -26,7 +26,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ..parallel import num_threads
-from ..spec import ConvSpec
+from ..spec import ConvSpec, Pass
 from ..workspace import get_workspace_limit
 from . import _library
 from ._geometry import PASSES, Unsupported, geometry
@@ -138,7 +138,7 @@ def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple
         return f"oneDNN unavailable: {_library.failure()}"
     if np.dtype(dtype) != np.float32:
         return f"dtype {np.dtype(dtype)}: oneDNN convolves float32 only on CPU"
-    if bias and pass_name != "forward":
+    if bias and pass_name != Pass.FORWARD:
         raise ValueError(f"{_FN}: bias=True is for pass 'forward' only (the bias is added "
                          f"there), got pass {pass_name!r}")
     shapes = (tuple(lhs_shape), tuple(rhs_shape), tuple(out_shape))

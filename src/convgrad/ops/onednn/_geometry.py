@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..spec import ConvSpec
+from ..spec import ConvSpec, Pass
 
 __all__ = ["PASSES", "Geometry", "Unsupported", "geometry"]
 
 # pass name -> the (lhs, rhs, out) roles among the forward's x, w, y
-PASSES = {"forward": ("x", "w", "y"), "input_grad": ("y", "w", "x"),
-          "weight_grad": ("x", "y", "w")}
+PASSES = {Pass.FORWARD: ("x", "w", "y"), Pass.INPUT_GRAD: ("y", "w", "x"),
+          Pass.WEIGHT_GRAD: ("x", "y", "w")}
 MAX_SPATIAL_DIMS = 3
 
 

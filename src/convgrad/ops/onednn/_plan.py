@@ -20,6 +20,7 @@ from math import prod
 import numpy as np
 
 from ..layouts import channels_last_strides, dense_channels_last
+from ..spec import Pass
 from . import _library as L
 from ._geometry import Geometry, Unsupported
 from ._runtime import F32, ITEMSIZE, Execution, Operand, build_with_threads, dims
@@ -47,7 +48,7 @@ def hand_over(geo: Geometry, layout: str) -> bool:
                      and not any((*geo.pad_l, *geo.pad_r)) and not geo.cropped
                      and not geo.padded)
         return pointwise and not grouped and geo.pass_name != "weight_grad"
-    if geo.pass_name != "weight_grad":
+    if geo.pass_name != Pass.WEIGHT_GRAD:
         return True
     depthwise = grouped and c_per_group == 1
     return len(geo.strides) > 1 and (depthwise or (not grouped and c_per_group >= 8))
@@ -123,8 +124,8 @@ class Plan(Execution):
         geo, lib, name = self.geometry, self.lib, self.pass_name
         key_of = dict(zip(geo.roles, ("lhs", "rhs", "out")))
         strides = dict(zip(("lhs", "rhs", "out"), self.strides))
-        fwd, bwd_data, bwd_weights = (name == p for p in ("forward", "input_grad",
-                                                          "weight_grad"))
+        fwd, bwd_data, bwd_weights = (name == p for p in (Pass.FORWARD, Pass.INPUT_GRAD,
+                                                          Pass.WEIGHT_GRAD))
         x = Operand(L.ARG_DIFF_SRC if bwd_data else L.ARG_SRC, key_of["x"], bwd_data)
         w = Operand(L.ARG_DIFF_WEIGHTS if bwd_weights else L.ARG_WEIGHTS, key_of["w"],
                      bwd_weights)
@@ -236,11 +237,11 @@ class Plan(Execution):
 
         attr = self._attr()
         hint = create(f"dnnl_{kind}_forward_primitive_desc_create", L.FORWARD_TRAINING, alg,
-                      x_md, w_md, b_md if name == "forward" else None, y_md, *params,
-                      attr if name == "forward" else None)
-        if name == "forward":
+                      x_md, w_md, b_md if name == Pass.FORWARD else None, y_md, *params,
+                      attr if name == Pass.FORWARD else None)
+        if name == Pass.FORWARD:
             return impl_of(hint)
-        if name == "input_grad":
+        if name == Pass.INPUT_GRAD:
             return impl_of(create(f"dnnl_{kind}_backward_data_primitive_desc_create", alg,
                                   x_md, w_md, y_md, *params, hint, attr))
         return impl_of(create(f"dnnl_{kind}_backward_weights_primitive_desc_create", alg,
@@ -288,7 +289,7 @@ class Plan(Execution):
     def before_run(self, arrays: dict) -> None:
         """An input gradient whose forward cropped its input: zeros outside the crop."""
         geo = self.geometry
-        if self.pass_name != "input_grad" or not geo.cropped:
+        if self.pass_name != Pass.INPUT_GRAD or not geo.cropped:
             return
         gx = arrays["out"]
         for d, (a, b) in enumerate(geo.crop):
