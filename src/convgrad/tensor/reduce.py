@@ -2,7 +2,7 @@
 
 Each ``backward`` is written with Tensor operations, so it is itself differentiable;
 ``reads`` says which values it reads (see :class:`convgrad.autograd.Function`).
-(``max(dim)`` with its indices is a ``TakeAlongDim`` of the argmax, in ``shape``.)
+(``max(dim)`` with its indices is a ``Gather`` of the argmax, in ``gather``.)
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Differentiable shape and indexing operations, and matrix products.
 
 Each ``backward`` is written with Tensor operations, so it is itself differentiable;
-``GetItem`` and ``IndexAdd`` are each other's adjoints, as are ``TakeAlongDim`` and
-``PutAlongDim``, and ``Sum`` and ``BroadcastTo``.  ``reads`` says which values a rule
-reads (see :class:`convgrad.autograd.Function`): moving values reads none.
+``GetItem`` and ``IndexAdd`` are each other's adjoints, as are ``Sum`` and
+``BroadcastTo`` (values picked along a dim, as ``max(dim)`` does, are a ``Gather``).
+``reads`` says which values a rule reads (see :class:`convgrad.autograd.Function`):
+moving values reads none.
 """
 
 from __future__ import annotations
@@ -105,42 +106,6 @@ class IndexAdd(Function):
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         # out = zeros + g at index is linear in g, so dg = dout[index]
         return GetItem.apply(grad, index=ctx.index)
-
-
-class TakeAlongDim(Function):
-    """``x``'s values at ``index`` along ``dim`` (one index per slice: ``index`` has length
-    1 along ``dim``, as ``argmax(dim, keepdims=True)`` gives)."""
-
-    reads = ()
-
-    @staticmethod
-    def forward(ctx: Context, x: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
-        ctx.index, ctx.dim = index, dim
-        return np.take_along_axis(x, index, axis=dim)
-
-    @staticmethod
-    def backward(ctx: Context, grad: Tensor) -> Tensor:
-        # y = x[.., index, ..] picks one element per slice: it alone gets the slice's gradient
-        return PutAlongDim.apply(grad, index=ctx.index, dim=ctx.dim, shape=ctx.inputs[0].shape)
-
-
-class PutAlongDim(Function):
-    """``zeros(shape)`` with ``g`` put at ``index`` along ``dim``: TakeAlongDim's adjoint."""
-
-    reads = ()
-
-    @staticmethod
-    def forward(ctx: Context, g: np.ndarray, index: np.ndarray, dim: int,
-                shape: tuple) -> np.ndarray:
-        ctx.index, ctx.dim = index, dim
-        out = np.zeros(shape, g.dtype)
-        np.put_along_axis(out, index, g, axis=dim)
-        return out
-
-    @staticmethod
-    def backward(ctx: Context, grad: Tensor) -> Tensor:
-        # out is linear in g, zero elsewhere: dg = dout at index
-        return TakeAlongDim.apply(grad, index=ctx.index, dim=ctx.dim)
 
 
 class Concatenate(Function):

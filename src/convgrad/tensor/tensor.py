@@ -21,6 +21,7 @@ from .. import devices as _device
 from .. import random as _random
 from ..autograd import register_tensor_type
 from . import elementwise as _ew
+from . import gather as _ga
 from . import hooks as _hooks
 from . import inplace as _inplace
 from . import lazy as _lazy
@@ -660,7 +661,7 @@ class Tensor(InPlaceMixin, TorchMethodsMixin):
             return _red.Extremum.apply(self, dims=dims, keepdim=keep, largest=largest)
         (d,) = dims
         index = (np.argmax if largest else np.argmin)(self.data, axis=d, keepdims=True)
-        values = _sh.TakeAlongDim.apply(self, index=index, dim=d)
+        values = _ga.Gather.apply(self, index=index, dim=d)
         if not keep:
             values, index = values.squeeze(d), index.squeeze(d)
         return (_rt.max if largest else _rt.min)(values, Tensor._wrap(index.astype(np.int64)))

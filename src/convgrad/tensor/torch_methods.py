@@ -408,7 +408,7 @@ class TorchMethodsMixin:
         if descending and x.data.dtype.kind == "b":
             key = ~x.data
         idx = np.argsort(key, axis=d, kind="stable")
-        values = _sh.TakeAlongDim.apply(x, index=idx, dim=d)
+        values = _ga.Gather.apply(x, index=idx, dim=d)
         T = _t()
         if not self.ndim:
             return sort(values.reshape(()), T._wrap(np.zeros((), np.int64)))
