@@ -108,3 +108,28 @@ def test_a_tensor_record_reaching_past_its_storage_is_refused(tmp_path):
             z.writestr(n, b)
     with pytest.raises(ValueError, match="storage"):
         cg.load(path)
+
+
+def test_a_torch_state_dict_loads_where_torch_cannot_be_imported(tmp_path):
+    """The loader needs no torch: a fresh interpreter where ``import torch`` fails reads
+    the file torch wrote, to the same values."""
+    import subprocess
+    import sys
+
+    tm = _torch_model()
+    path = tmp_path / "model.pth"
+    torch.save(tm.state_dict(), path)
+    want = {k: v.numpy() for k, v in tm.state_dict().items()}
+    np.savez(tmp_path / "want.npz", **want)
+    code = (
+        "import sys; sys.modules['torch'] = None\n"  # any `import torch` now raises
+        "import numpy as np, convgrad as cg\n"
+        f"sd = cg.load({str(path)!r}); want = np.load({str(tmp_path / 'want.npz')!r})\n"
+        "assert 'torch' not in [m for m in sys.modules if sys.modules[m] is not None]\n"
+        "assert sorted(sd) == sorted(want.files)\n"
+        "for k in want.files: np.testing.assert_array_equal(np.asarray(sd[k]), want[k])\n"
+        "print('ok')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

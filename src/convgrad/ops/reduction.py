@@ -21,6 +21,7 @@ through here.  Measured on an AMD EPYC, 2 cores.
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -60,7 +61,7 @@ def _sequential_terms(x: np.ndarray, axes: tuple[int, ...]) -> int:
             break
         inner.add(d)
         expected *= x.shape[d]
-    return int(np.prod([x.shape[d] for d in reduced if d not in inner], dtype=np.int64))
+    return prod(x.shape[d] for d in reduced if d not in inner)
 
 
 def _rows(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, list[int]] | None:
@@ -77,8 +78,8 @@ def _rows(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, list[int]] 
         if x.strides[d] != expected:
             return None
         expected *= x.shape[d]
-    rows = int(np.prod([x.shape[d] for d in reduced], dtype=np.int64))
-    width = int(np.prod([x.shape[d] for d in kept], dtype=np.int64))
+    rows = prod(x.shape[d] for d in reduced)
+    width = prod(x.shape[d] for d in kept)
     return np.lib.stride_tricks.as_strided(x, (rows, width), (width * x.itemsize,
                                                                x.itemsize)), kept
 
@@ -112,8 +113,10 @@ def total(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     if dtype is None or dtype.kind != "f" or dtype.itemsize >= 8:
         return np.sum(x, axis=axis, keepdims=keepdims)
     if isinstance(x, np.ndarray):
+        if x.size <= _SEQUENTIAL_LIMIT or (axis is None and x.flags.c_contiguous):
+            return np.sum(x, axis=axis, keepdims=keepdims)  # few terms, or all pairwise
         axes = _axes(x.ndim, axis)
-        if x.size == 0 or _sequential_terms(x, axes) <= _SEQUENTIAL_LIMIT:
+        if _sequential_terms(x, axes) <= _SEQUENTIAL_LIMIT:
             return np.sum(x, axis=axis, keepdims=keepdims)
         blocked = _blocked(x, axes, keepdims)
         if blocked is not None:
@@ -124,7 +127,7 @@ def total(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """``np.mean`` through :func:`total` (an empty reduction gives NaN, as NumPy's)."""
     axes = _axes(np.ndim(x), axis)
-    count = int(np.prod([np.shape(x)[d] for d in axes], dtype=np.int64))
+    count = prod(np.shape(x)[d] for d in axes)
     s = total(x, axis=axis, keepdims=keepdims)
     if count == 0:
         return np.full_like(s, np.nan) if np.ndim(s) else s.dtype.type(np.nan)
