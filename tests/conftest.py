@@ -19,7 +19,7 @@ settings.load_profile("ci")  # the hypothesis plugin loads --hypothesis-profile 
 
 import pytest  # noqa: E402
 
-from convgrad.ops import dispatch, onednn_available  # noqa: E402
+from convgrad.ops import onednn_available, prefer  # noqa: E402
 
 
 @pytest.fixture(params=["onednn", "numpy"])
@@ -29,5 +29,5 @@ def backend(request):
     ``pytestmark = pytest.mark.usefixtures("backend")``."""
     if request.param == "onednn" and not onednn_available():
         pytest.skip("oneDNN is not available here")
-    with dispatch.prefer(request.param):
+    with prefer(request.param):
         yield request.param

@@ -16,7 +16,7 @@ import pytest
 
 import convgrad as cg
 import convgrad.functional as F
-from convgrad.ops import dispatch, layouts, onednn_available
+from convgrad.ops import layouts, onednn_available, prefer
 
 torch = pytest.importorskip("torch")
 needs_onednn = pytest.mark.skipif(not onednn_available(), reason="oneDNN is not available here")
@@ -27,7 +27,7 @@ def _fwd_bwd(fn, x, w, b, **kw):
     with cg.profile() as prof:
         y = fn(cx, cw, cb, **kw)
         (y * y).sum().backward()
-    return y, (cx.grad, cw.grad, cb.grad), {e.name: e.algorithm for e in prof.events}
+    return y, (cx.grad, cw.grad, cb.grad), {e.name: e.algorithm for e in prof.of("conv")}
 
 
 def _torch(fn, x, w, b, **kw):
@@ -75,12 +75,12 @@ def test_the_numpy_engine_runs_the_rest(why):
     x = rng.standard_normal((1, 4) + (5,) * nd).astype(dtype)
     w = rng.standard_normal((4, 4) + (2,) * nd).astype(dtype)
     kw = dict(stride=2, input_dilation=2) if "dilation" in why else {}
-    pin = dispatch.prefer("numpy") if why == "pinned numpy" else dispatch.prefer("onednn")
+    pin = prefer("numpy") if why == "pinned numpy" else prefer("onednn")
     with pin, cg.profile() as prof:
         y = F.conv_general(x, w, **kw)
-    (ev,) = prof.events
+    (ev,) = prof.of("conv")
     assert not ev.algorithm.startswith("onednn"), ev.algorithm
-    with dispatch.prefer("im2col"):
+    with prefer("im2col"):
         ref = F.conv_general(x.astype(np.float64), w.astype(np.float64), **kw)
     np.testing.assert_allclose(y.data, ref.data, rtol=1e-5, atol=1e-5)
 
@@ -94,7 +94,7 @@ def test_activations_stay_channels_last_through_a_network():
     assert onednn_is_cl(h.data), h.data.strides  # produced by a convolution, kept by relu
     with cg.profile() as prof:
         net(x).sum().backward()
-    assert all(e.algorithm.startswith("onednn") for e in prof.events
+    assert all(e.algorithm.startswith("onednn") for e in prof.of("conv")
                if e.name != "conv_bias_grad")
     tnet = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
                                torch.nn.Conv2d(8, 8, 3, padding=1)).double()
@@ -115,13 +115,13 @@ def test_disabled_or_broken_library_falls_back_to_numpy(env):
     code = ("import numpy as np, convgrad as cg, convgrad.functional as F\n"
             "x = cg.randn(1, 4, 8, 8, rng=0); w = cg.randn(4, 4, 3, 3, rng=1)\n"
             "with cg.profile() as p: y = F.conv2d(x, w, padding=1)\n"
-            "print(cg.ops.onednn_available(), p.events[0].algorithm, float(y.data.sum()))\n")
+            "print(cg.ops.onednn_available(), p.of('conv')[0].algorithm, float(y.data.sum()))\n")
     out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
                          capture_output=True, text=True, check=True).stdout.split()
     assert out[0] == "False" and not out[1].startswith("onednn"), out
     x = cg.randn(1, 4, 8, 8, rng=0)
     w = cg.randn(4, 4, 3, 3, rng=1)
-    with dispatch.prefer("numpy"):
+    with prefer("numpy"):
         ref = F.conv2d(x, w, padding=1)
     assert abs(float(out[2]) - float(ref.data.sum())) <= 1e-3 * max(1.0, abs(float(out[2])))
 
@@ -136,7 +136,7 @@ def test_window_input_gradients_run_the_direct_loops():
     with cg.profile() as prof:
         y = F.conv2d(x, win, groups=3)
         y.sum().backward()
-    algos = {e.name: e.algorithm for e in prof.events}
+    algos = {e.name: e.algorithm for e in prof.of("conv")}
     assert algos["conv_forward"].startswith("onednn:")
     assert algos["conv_input_grad"] == "direct"
     tx = torch.tensor(x.data, dtype=torch.float64, requires_grad=True)

@@ -31,7 +31,7 @@ def _three_passes(x, w, gy, spec, name):
     with prefer(name), cg.profile() as prof:
         out = (conv_forward(x, w, spec), conv_input_grad(gy, w, x.shape, spec),
                conv_weight_grad(x, gy, w.shape, spec))
-    return out, [e.algorithm for e in prof.events]
+    return out, [e.algorithm for e in prof.of("conv")]
 
 
 # (groups, stride, kernel dilation, input dilation, padding (lo, hi)) per spatial dim
@@ -91,7 +91,7 @@ def test_same_padding_equals_scipy_fftconvolve():
     x, w = rng.standard_normal((1, 1, 200, 190)), rng.standard_normal((1, 1, 31, 25))
     with cg.profile() as prof:  # the cost model's choice: a 31x25 kernel goes to the FFT
         y = F.conv2d(cg.tensor(x), w, padding="same").data
-    assert prof.events[0].algorithm == "fft"
+    assert prof.of("conv")[0].algorithm == "fft"
     ref = scipy.signal.fftconvolve(x[0, 0], w[0, 0, ::-1, ::-1], mode="same")
     assert np.abs(y[0, 0] - ref).max() <= 1e-12 * np.abs(ref).max()
 
@@ -131,7 +131,7 @@ def test_float32_error_within_twice_torchs_and_fft_chosen(case):
         y.backward(cg.tensor(results[torch.float32][0] * 0
                              + np.random.default_rng(4).standard_normal(y.shape)
                              .astype(np.float32)))
-    algos = {e.name: e.algorithm for e in prof.events if e.name != "conv_bias_grad"}
+    algos = {e.name: e.algorithm for e in prof.of("conv") if e.name != "conv_bias_grad"}
     assert algos == dict.fromkeys(("conv_forward", "conv_input_grad", "conv_weight_grad"),
                                   "fft"), algos
     for ours, i, what in ((y.data, 0, "y"), (cx.grad.data, 1, "gx"), (cw.grad.data, 2, "gw")):
@@ -150,7 +150,7 @@ def test_double_backward_through_fft_equals_torch(nd):
     with prefer("fft"), cg.profile() as prof:
         check(f"fft conv{nd}d", lambda a, b: _CG_CONV[nd](a, b, **kw),
               lambda a, b: _TORCH_CONV[nd](a, b, **kw), [x, w], np.float64, double=True)
-    conv_events = [e for e in prof.events if e.name.startswith("conv_") and "bias" not in e.name]
+    conv_events = [e for e in prof.of("conv") if e.name.startswith("conv_") and "bias" not in e.name]
     assert len(conv_events) >= 6 and all(e.algorithm == "fft" for e in conv_events)
 
 
@@ -170,7 +170,7 @@ def test_small_kernels_stay_direct():
                 conv_forward(x.astype(dt), w.astype(dt), spec)
                 conv_input_grad(gy.astype(dt), w.astype(dt), xs, spec)
                 conv_weight_grad(x.astype(dt), gy.astype(dt), ws, spec)
-            assert not any("fft" in e.algorithm for e in prof.events), prof.summary()
+            assert not any("fft" in e.algorithm for e in prof.of("conv")), prof.summary()
 
 
 def test_prefer_rejects_unknown_names():
@@ -197,8 +197,8 @@ def test_dask_chunks_use_the_fft():
     with cg.profile() as prof:
         y = conv_forward(da.from_array(x, chunks=(1, 1, 48, 48, 96)), w, spec)
         y = y.compute(scheduler="synchronous")
-    algos = {e.algorithm for e in prof.events}
-    assert len(prof.events) == 4 and algos == {"fft"}, prof.summary()
+    algos = {e.algorithm for e in prof.of("conv")}
+    assert len(prof.of("conv")) == 4 and algos == {"fft"}, prof.summary()
     ref = conv_forward(x.astype(np.float64), w.astype(np.float64), spec)
     assert _rel(y, ref) <= 1e-5
 

@@ -73,9 +73,9 @@ def test_numba_loads_with_the_first_convolution_that_uses_its_loops():
         "x = np.ones((1, 8, 12, 12))",  # float64: the NumPy engine (oneDNN is float32)
         "with cg.profile() as prof:",
         "    cg.conv2d(x, np.ones((16, 8, 3, 3)))",  # 128 channel pairs: im2col
-        "    print('numba' in sys.modules, prof.events[-1].algorithm)",
+        "    print('numba' in sys.modules, prof.of('conv')[-1].algorithm)",
         "    cg.conv2d(x, np.ones((8, 1, 3, 3)), groups=8)",  # depthwise: direct
-        "    print('numba' in sys.modules, prof.events[-1].algorithm)",
+        "    print('numba' in sys.modules, prof.of('conv')[-1].algorithm)",
     ])
     result = _python(code)
     assert result.returncode == 0, result.stderr

@@ -84,13 +84,13 @@ small_y = conv_forward(small_x, small_w, spec)
 conv_input_grad(small_y, small_w, small_x.shape, spec)
 conv_weight_grad(small_x, small_y, small_w.shape, spec)
 del small_x, small_w, small_y
-from convgrad.ops import direct, dispatch
+from convgrad.ops import direct, dispatch, prefer
 direct.HAVE_NUMBA  # Numba loads on the first few-channel call: before the baseline
 # A pass whose oneDNN arena would exceed the workspace even for one sample runs on the
 # NumPy engine: load the engine's compiled loops for this kernel size before the
 # baseline too (on AVX2 the 2-D case's gradients fall back; loading the weight-gradient
 # loops then held ~60 MiB of compiled code inside the measured peak).
-with dispatch.prefer("numpy"), cg.profile() as warmed:
+with prefer("numpy"), cg.profile() as warmed:
     mid_x = np.ones((1, w_shape[1]) + (16,) * nd, np.float32)
     mid_w = np.ones(w_shape, np.float32)
     mid_y = conv_forward(mid_x, mid_w, spec)
@@ -135,8 +135,8 @@ print(json.dumps(dict(inputs=a.nbytes + b.nbytes, output=out.nbytes, base=base,
                       workspace=cg.get_workspace_limit(), finite=bool(np.isfinite(out).all()),
                       peak_reset=peak_reset, retained=retained, before_hwm=before_hwm,
                       after_hwm=after_hwm,
-                      algorithm=[e.algorithm for e in measured.events][0],
-                      warmed=sorted({e.algorithm for e in warmed.events}))))
+                      algorithm=[e.algorithm for e in measured.of("conv")][0],
+                      warmed=sorted({e.algorithm for e in warmed.of("conv")}))))
 """
 
 

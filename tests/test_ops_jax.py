@@ -20,8 +20,8 @@ from convgrad.ops import (  # noqa: E402
     conv_input_grad,
     conv_weight_grad,
     direct,
-    dispatch,
     onednn,
+    prefer,
 )
 from convgrad.ops.profiler import profile  # noqa: E402
 
@@ -225,14 +225,14 @@ def test_sweep_covers_what_it_claims():
 
 @pytest.fixture(params=["onednn", "im2col", "direct", "scatter"])
 def algorithm(request):
-    """Run under each algorithm the dispatcher can pick, pinned with ``dispatch.prefer``;
+    """Run under each algorithm the dispatcher can pick, pinned with ``prefer``;
     the tests check through the profiler that it ran (oneDNN: wherever it says it runs
     the pass, see ``onednn.reason``)."""
     if request.param == "direct" and not direct.HAVE_NUMBA:
         pytest.skip("no Numba: no direct loops")
     if request.param == "onednn" and not onednn.available():
         pytest.skip("oneDNN is not available here")
-    with dispatch.prefer(request.param):
+    with prefer(request.param):
         yield request.param
 
 
@@ -264,7 +264,7 @@ def _all_kernels(c: Case, x, w, gy, algorithm: str):
             "conv_weight_grad": conv_weight_grad(x, gy, c.w.shape, c.spec),
             "conv_bias_grad": conv_bias_grad(gy),
         }
-    for ev in prof.events:  # pinned: the algorithm ran (a "none" kernel had no output)
+    for ev in prof.of("conv"):  # pinned: the algorithm ran (a "none" kernel had no output)
         want = _expected_algorithm(algorithm, ev.name, c.spec, ev.shapes, x.dtype)
         ran = ev.algorithm.split(":")[0] if want in ("onednn", "numpy") else (
             ev.algorithm.split("/")[0])

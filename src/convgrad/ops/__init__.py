@@ -5,9 +5,9 @@ are the only places in convgrad that do convolution arithmetic.
 """
 
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
-from .dispatch import prefer
 from .heap import tune_malloc
 from .onednn import available as onednn_available
+from .registry import prefer
 from .spec import ConvSpec
 
 tune_malloc()  # freed arrays stay in the heap between training steps (see .heap)

@@ -27,8 +27,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from math import prod
 
@@ -40,12 +38,13 @@ from .im2col import im2col_conv
 from .lowering import Lowered, lower
 from .parallel import num_threads
 from .polyphase import covers_all, phases
+from .registry import family
 from .scatter import scatter_conv
 from .slab import slab_extent
 from .spec import ConvSpec, Pass
 from .workspace import get_workspace_limit
 
-__all__ = ["ALGORITHMS", "Choice", "Step", "output_channels_last", "choose", "prefer"]
+__all__ = ["ALGORITHMS", "CONV", "Choice", "Step", "output_channels_last", "choose"]
 
 ALGORITHMS = ("onednn", "numpy", "scatter", "direct", "im2col", "fft")
 
@@ -77,31 +76,8 @@ def _direct_enabled() -> bool:
     return direct.HAVE_NUMBA and os.environ.get("CONVGRAD_DISABLE_NUMBA", "") in ("", "0")
 
 
-class _Preferred:
-    name: str | None = None  # the algorithm pinned by prefer(), for every thread
-
-
-_preferred = _Preferred()
-
-
-@contextmanager
-def prefer(name: str) -> Iterator[None]:
-    """Inside, every thread uses ``name`` wherever it applies, whatever the thresholds say:
-    ``onednn`` for every pass oneDNN runs (the NumPy engine's own choice otherwise),
-    ``numpy`` for the NumPy engine's own choice everywhere (as without oneDNN),
-    ``scatter`` for every unit-stride pass, ``direct`` for every dense convolution whose
-    slab fits (Numba installed), ``im2col`` for everything (no scatter, no direct), ``fft``
-    for every pass whose FFT tiles fit the workspace (:mod:`.fft`); the last four never
-    use oneDNN.  For tests and benchmarks that pin an algorithm; they
-    check the profiler's ``algorithm``."""
-    if name not in ALGORITHMS:
-        raise ValueError(f"prefer: name={name!r} must be one of {ALGORITHMS}")
-    saved = getattr(_preferred, "name", None)
-    _preferred.name = name
-    try:
-        yield
-    finally:
-        _preferred.name = saved
+#: the convolution family: ``prefer(name)`` pins one of ALGORITHMS (see ``registry.prefer``)
+CONV = family("conv", ALGORITHMS)
 
 
 @dataclass(frozen=True)
@@ -204,7 +180,7 @@ def _dense_step(low: Lowered, taps: tuple, outs: tuple, stride: tuple, lo: tuple
     P = [len(range(*s.indices(p))) for s, p in zip(outs, low.out.shape[3:])]
     itemsize = low.out.dtype.itemsize
     limit = get_workspace_limit()
-    pinned = getattr(_preferred, "name", None)
+    pinned = CONV.pinned()
     if pinned in ("onednn", "numpy"):
         pinned = None  # the engine's own thresholds
     small = C * O <= DIRECT_MAX_CHANNEL_PRODUCT if pinned is None else pinned == "direct"
@@ -225,7 +201,7 @@ def _dense_step(low: Lowered, taps: tuple, outs: tuple, stride: tuple, lo: tuple
 
 def _use_scatter(low: Lowered) -> bool:
     C, O = low.x.shape[2], low.w.shape[1]
-    pinned = getattr(_preferred, "name", None)
+    pinned = CONV.pinned()
     if pinned in ("onednn", "numpy"):
         pinned = None  # the engine's own thresholds
     if any(s != 1 for s in low.stride) or pinned in ("direct", "im2col"):
@@ -314,7 +290,7 @@ def _direct_beats_onednn(pass_: Pass, rhs: np.ndarray, spec: ConvSpec) -> bool:
 
 def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
                  spec: ConvSpec, bias: np.ndarray | None) -> Choice | None:
-    pinned = getattr(_preferred, "name", None)
+    pinned = CONV.pinned()
     if pinned not in (None, "onednn"):
         return None
     if pinned is None and _direct_beats_onednn(pass_, rhs, spec):
@@ -432,7 +408,7 @@ def _direct_seconds(pass_: Pass, low: Lowered, onednn_runs: bool) -> float:
 def _fft_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
               spec: ConvSpec) -> Choice | None:
     """The FFT plan of a pass when it is pinned or the cost model says it is faster."""
-    pinned = getattr(_preferred, "name", None)
+    pinned = CONV.pinned()
     if pinned not in (None, "fft"):
         return None
     if pinned is None and _fft_taps(pass_, rhs, out_shape) < FFT_MIN_TAPS:

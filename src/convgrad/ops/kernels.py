@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dispatch import choose
-from .profiler import record
+from .dispatch import CONV, choose
 from .reduction import total
 from .spec import ConvSpec, Pass
 
-__all__ = ["conv_bias_grad", "conv_forward", "conv_input_grad", "conv_weight_grad"]
+__all__ = ["CONV", "conv_bias_grad", "conv_forward", "conv_input_grad", "conv_weight_grad"]
 
 
 def _run(name: str, pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
          spec: ConvSpec, bias: np.ndarray | None = None) -> np.ndarray:
-    with record(name, lhs.shape, rhs.shape, tuple(out_shape)) as rec:
+    with CONV.record(name, lhs.shape, rhs.shape, tuple(out_shape)) as rec:
         p = choose(pass_, lhs, rhs, out_shape, spec, bias)
         rec.algorithm = p.name
         rec.flops = p.run()
@@ -62,6 +61,6 @@ def conv_weight_grad(x: np.ndarray, gy: np.ndarray, spec: ConvSpec, w_shape: tup
 
 def conv_bias_grad(gy: np.ndarray) -> np.ndarray:
     """Sum of ``gy`` (N, C_out, *spatial) over the batch and spatial dims: shape (C_out,)."""
-    with record("conv_bias_grad", gy.shape, flops=gy.size) as rec:
+    with CONV.record("conv_bias_grad", gy.shape, flops=gy.size) as rec:
         rec.algorithm = "reduce"
         return total(gy, axis=(0, *range(2, gy.ndim)))

@@ -1,7 +1,8 @@
 """Kernel profiler: ``with cg.profile() as prof: ...`` records every kernel run.
 
-Kernels call :func:`record` around their work; when no profiler is active the
-cost is one list lookup.  Profilers nest: every active profiler sees each event.
+Kernels record their runs through their family (:meth:`.registry.Family.record`); when
+no profiler is active the cost is one list lookup.  Profilers nest: every active
+profiler sees each event.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-__all__ = ["Event", "Profiler", "profile", "record"]
+__all__ = ["Event", "Profiler", "profile"]
 
 _local = threading.local()
 
@@ -26,13 +27,15 @@ def _active() -> list[Profiler]:
 
 @dataclass
 class Event:
-    """One kernel run: its name, wall seconds, floating-point operations and shapes."""
+    """One kernel run: its name, wall seconds, floating-point operations, shapes, the
+    algorithm that ran and the kernel family (``conv``, ``norm``, ...)."""
 
     name: str
     seconds: float
     flops: int
     shapes: tuple
     algorithm: str = ""
+    family: str = ""
 
 
 @dataclass
@@ -40,6 +43,10 @@ class Profiler:
     """Collects :class:`Event` objects while active (see :func:`profile`)."""
 
     events: list[Event] = field(default_factory=list)
+
+    def of(self, family: str) -> list[Event]:
+        """The events of one kernel family, in the order they ran."""
+        return [e for e in self.events if e.family == family]
 
     def count(self, name: str) -> int:
         """How many times the kernel ``name`` ran."""
@@ -49,22 +56,23 @@ class Profiler:
         return sum(e.seconds for e in self.events if name is None or e.name == name)
 
     def summary(self) -> str:
-        """A table with one row per kernel name (in the order they first ran): calls, total
-        time, GFLOP/s and the algorithms."""
+        """A table with one row per kernel name (in the order they first ran): its family,
+        calls, total time, GFLOP/s and the algorithms."""
         rows: dict[str, list] = {}
         for e in self.events:
-            row = rows.setdefault(e.name, [0, 0.0, 0, set()])
-            row[0] += 1
-            row[1] += e.seconds
-            row[2] += e.flops
+            row = rows.setdefault(e.name, [e.family, 0, 0.0, 0, set()])
+            row[1] += 1
+            row[2] += e.seconds
+            row[3] += e.flops
             if e.algorithm:
-                row[3].add(e.algorithm)
-        head = f"{'kernel':<20} {'calls':>6} {'time ms':>10} {'GFLOP/s':>9}  algorithm"
+                row[4].add(e.algorithm)
+        head = f"{'kernel':<24} {'family':<8} {'calls':>6} {'time ms':>10} {'GFLOP/s':>9}  algorithm"
         lines = [head, "-" * len(head)]
-        for name, (calls, secs, flops, algos) in rows.items():  # in the order they first ran
+        for name, (fam, calls, secs, flops, algos) in rows.items():
             gflops = flops / secs / 1e9 if secs > 0 and flops else 0.0
             algo = ",".join(sorted(algos))
-            lines.append(f"{name:<20} {calls:>6} {secs * 1e3:>10.2f} {gflops:>9.1f}  {algo}")
+            lines.append(f"{name:<24} {fam:<8} {calls:>6} {secs * 1e3:>10.2f} {gflops:>9.1f}  "
+                         f"{algo}")
         if not rows:
             lines.append("(no kernels ran)")
         return "\n".join(lines)
@@ -85,10 +93,11 @@ def profile() -> Iterator[Profiler]:
 class _Recording:
     """Context manager measuring one kernel run; set ``.flops``/``.algorithm`` inside."""
 
-    __slots__ = ("name", "shapes", "flops", "algorithm", "_t0", "_stack")
+    __slots__ = ("name", "shapes", "flops", "algorithm", "family", "_t0", "_stack")
 
-    def __init__(self, name: str, shapes: tuple, flops: int = 0) -> None:
+    def __init__(self, name: str, shapes: tuple, flops: int, family: str) -> None:
         self.name, self.shapes, self.flops, self.algorithm = name, shapes, flops, ""
+        self.family = family
 
     def __enter__(self) -> _Recording:
         self._stack = _active()
@@ -98,11 +107,7 @@ class _Recording:
     def __exit__(self, *exc: object) -> None:
         if self._stack and exc[0] is None:
             ev = Event(self.name, time.perf_counter() - self._t0, int(self.flops),
-                       self.shapes, self.algorithm)
+                       self.shapes, self.algorithm, self.family)
             for prof in self._stack:
                 prof.events.append(ev)
 
-
-def record(name: str, *shapes: tuple, flops: int = 0) -> _Recording:
-    """``with record("conv_forward", x.shape, w.shape) as rec: ...`` logs one event."""
-    return _Recording(name, tuple(tuple(s) for s in shapes), flops)
