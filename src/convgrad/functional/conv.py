@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
-from ..tensor.conv import AddBias, Conv, ConvInputGrad
+from ..tensor.conv import AddBias, Conv, ConvInputGrad, ConvReLU
 from .conv_args import ConvArgs, conv_args, general_args, output_shape, transpose_args
 from .layer_input import constant, layer_input, layer_weight
 from .padding import pad as _pad
@@ -56,8 +56,11 @@ def _check_bias(bias: Tensor | None, c_out: int, fn: str) -> None:
         raise ValueError(f"{fn}: bias must have shape ({c_out},) (C_out), got {tuple(bias.shape)}")
 
 
-def convolve(x: Any, weight: Any, bias: Any, args: ConvArgs, fn: str) -> Tensor:
-    """The convolution ``args`` describes (normalised by :mod:`.conv_args`) of ``x``."""
+def convolve(x: Any, weight: Any, bias: Any, args: ConvArgs, fn: str,
+             relu_slope: float | None = None) -> Tensor:
+    """The convolution ``args`` describes (normalised by :mod:`.conv_args`) of ``x``;
+    with ``relu_slope`` (>= 0), followed by a (leaky) ReLU of that slope in the same
+    kernel (see :mod:`convgrad.nn.fusion`)."""
     nd = args.spec.ndim
     x, weight, bias, unbatched = _prepare(x, weight, bias, nd, fn)
     y_shape = output_shape(args, x.shape, weight.shape,
@@ -72,7 +75,11 @@ def convolve(x: Any, weight: Any, bias: Any, args: ConvArgs, fn: str) -> Tensor:
             flat = tuple(v for lo_hi in reversed(args.mode_pads) for v in lo_hi)  # last dim 1st
             # an empty batch (or C_in = 0) reads no value: zeros, which any size allows
             x = _pad(x, flat, mode=args.padding_mode if x.numel() else "constant")
-        y = Conv.apply(x, weight, bias, spec=args.spec, y_shape=y_shape)
+        if relu_slope is None:
+            y = Conv.apply(x, weight, bias, spec=args.spec, y_shape=y_shape)
+        else:
+            y = ConvReLU.apply(x, weight, bias, spec=args.spec, y_shape=y_shape,
+                               slope=relu_slope)
     return y.reshape(*y.shape[1:]) if unbatched else y
 
 

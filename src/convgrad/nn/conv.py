@@ -143,6 +143,13 @@ class _Conv(_ConvNd):
     def forward(self, x: Any) -> Tensor:
         return convolve(x, self.weight, self.bias, self._current_args(), type(self).__name__)
 
+    def forward_relu(self, x: Any, slope: float) -> Tensor:
+        """``forward`` followed by a (leaky) ReLU of ``slope`` >= 0, in one kernel."""
+        return convolve(x, self.weight, self.bias, self._current_args(), type(self).__name__,
+                        relu_slope=slope)
+
+    fuses_relu_after = forward  # see convgrad.nn.fusion
+
 
 class Conv1d(_Conv):
     """1-D convolution layer, ``torch.nn.Conv1d``: weight (C_out, C_in / groups, K)."""

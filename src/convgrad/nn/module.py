@@ -19,6 +19,7 @@ from .. import devices as _device
 from ..tensor import Tensor
 from ..tensor.args import check_dtype
 from ..tensor.hooks import RemovableHandle
+from . import fusion as _fusion
 from . import hooks as _hooks
 from . import state as _state
 from .state import IncompatibleKeys
@@ -479,6 +480,5 @@ class Sequential(Module):
         return items[index][1]
 
     def forward(self, x: Any) -> Any:
-        for m in self._modules.values():
-            x = m(x)
-        return x
+        # a convolution and its ReLU run as one kernel (see .fusion)
+        return _fusion.run_sequence(list(self._modules.values()), x)

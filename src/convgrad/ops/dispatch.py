@@ -110,6 +110,7 @@ class Choice:
     arrays: tuple = ()           # oneDNN: (lhs, rhs, out, bias or None)
     batches: tuple = ()          # oneDNN in batch slices: ((slice, onednn.Plan), ...)
     tiles: fft_mod.Tiling | None = None  # fft: its tiles
+    fused_relu: bool = False     # oneDNN applies the forward's (leaky) ReLU itself
 
     @property
     def out(self) -> np.ndarray:
@@ -289,7 +290,8 @@ def _direct_beats_onednn(pass_: Pass, rhs: np.ndarray, spec: ConvSpec) -> bool:
 
 
 def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
-                 spec: ConvSpec, bias: np.ndarray | None) -> Choice | None:
+                 spec: ConvSpec, bias: np.ndarray | None,
+                 relu_slope: float | None = None) -> Choice | None:
     pinned = CONV.pinned()
     if pinned not in (None, "onednn"):
         return None
@@ -303,6 +305,13 @@ def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple
     if lhs is None or rhs is None:
         return None
     out = layouts.empty(out_shape, output_channels_last(pass_, lhs, out_shape))
+    backend = None
+    if relu_slope is not None:  # the activation as a post-op, else the kernel applies it
+        backend = onednn.plan_for(pass_, lhs, rhs, out, spec, bias=bias is not None,
+                                  checked=False, relu_slope=relu_slope)
+        if backend is not None:
+            return Choice(backend.name, None, backend=backend, arrays=(lhs, rhs, out, bias),
+                          fused_relu=True)
     backend = onednn.plan_for(pass_, lhs, rhs, out, spec, bias=bias is not None, checked=False)
     if backend is None and bias is not None:  # perhaps without the fused bias
         bias = None
@@ -438,17 +447,18 @@ def _fft_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
 
 
 def choose(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec: ConvSpec,
-         bias: np.ndarray | None = None) -> Choice:
+           bias: np.ndarray | None = None, relu_slope: float | None = None) -> Choice:
     """How ``pass_(lhs, rhs)`` of the convolution ``spec`` runs, into an output of
     ``out_shape`` that the plan allocates: ``forward`` (x, w -> y; ``bias`` is fused
-    when the backend can, see :attr:`Choice.fused_bias`), ``input_grad`` (gy, w -> gx)
+    when the backend can, see :attr:`Choice.fused_bias`, and so is a (leaky) ReLU of
+    slope ``relu_slope``, see :attr:`Choice.fused_relu`), ``input_grad`` (gy, w -> gx)
     or ``weight_grad`` (x, gy -> gw)."""
     if math.prod(out_shape):
         found = _fft_plan(pass_, lhs, rhs, tuple(out_shape), spec)
         if found is not None:
             return found
         # oneDNN for float32, wherever it runs the pass
-        found = _onednn_plan(pass_, lhs, rhs, tuple(out_shape), spec, bias)
+        found = _onednn_plan(pass_, lhs, rhs, tuple(out_shape), spec, bias, relu_slope)
         if found is not None:
             return found
     out = np.empty(out_shape, dtype=np.result_type(lhs, rhs))

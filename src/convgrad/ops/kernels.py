@@ -17,19 +17,32 @@ from .dispatch import CONV, choose
 from .reduction import total
 from .spec import ConvSpec, Pass
 
-__all__ = ["CONV", "conv_bias_grad", "conv_forward", "conv_input_grad", "conv_weight_grad"]
+__all__ = ["add_bias", "conv_bias_grad", "conv_forward", "conv_input_grad", "conv_weight_grad",
+           "relu"]
 
 
 def _run(name: str, pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
-         spec: ConvSpec, bias: np.ndarray | None = None) -> np.ndarray:
+         spec: ConvSpec, bias: np.ndarray | None = None,
+         relu_slope: float | None = None) -> np.ndarray:
     with CONV.record(name, lhs.shape, rhs.shape, tuple(out_shape)) as rec:
-        p = choose(pass_, lhs, rhs, out_shape, spec, bias)
-        rec.algorithm = p.name
+        p = choose(pass_, lhs, rhs, out_shape, spec, bias, relu_slope)
+        rec.algorithm = p.name + ("+relu" if p.fused_relu else "")
         rec.flops = p.run()
     out = p.out
     if bias is not None and not p.fused_bias:
         out = add_bias(out, bias)
+    if relu_slope is not None and not p.fused_relu:
+        out = relu(out, relu_slope)
     return out
+
+
+def relu(y: np.ndarray, slope: float) -> np.ndarray:
+    """``y`` where ``y > 0``, else ``slope * y`` (``max(y, 0)`` for slope 0), in place: as
+    the ReLU and LeakyReLU Functions compute it."""
+    if slope == 0:
+        return np.maximum(y, 0, out=y)
+    np.copyto(y, y * slope, where=~(y > 0))
+    return y
 
 
 def add_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -41,10 +54,12 @@ def add_bias(y: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def conv_forward(x: np.ndarray, w: np.ndarray, spec: ConvSpec, y_shape: tuple,
-                 bias: np.ndarray | None = None) -> np.ndarray:
-    """``y = conv(x, w) + bias`` of shape ``y_shape`` (the shape rule's result); the bias
-    is added inside the convolution when the backend can."""
-    return _run("conv_forward", Pass.FORWARD, x, w, y_shape, spec, bias)
+                 bias: np.ndarray | None = None, relu_slope: float | None = None
+                 ) -> np.ndarray:
+    """``y = conv(x, w) + bias`` of shape ``y_shape`` (the shape rule's result), then
+    ``relu(y)`` with slope ``relu_slope`` below zero when it is not None; the bias and
+    the activation are applied inside the convolution when the backend can."""
+    return _run("conv_forward", Pass.FORWARD, x, w, y_shape, spec, bias, relu_slope)
 
 
 def conv_input_grad(gy: np.ndarray, w: np.ndarray, spec: ConvSpec, x_shape: tuple

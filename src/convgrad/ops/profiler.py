@@ -66,7 +66,8 @@ class Profiler:
             row[3] += e.flops
             if e.algorithm:
                 row[4].add(e.algorithm)
-        head = f"{'kernel':<24} {'family':<8} {'calls':>6} {'time ms':>10} {'GFLOP/s':>9}  algorithm"
+        head = (f"{'kernel':<24} {'family':<8} {'calls':>6} {'time ms':>10} {'GFLOP/s':>9}  "
+                "algorithm")
         lines = [head, "-" * len(head)]
         for name, (fam, calls, secs, flops, algos) in rows.items():
             gflops = flops / secs / 1e9 if secs > 0 and flops else 0.0

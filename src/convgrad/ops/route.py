@@ -34,11 +34,14 @@ def _lazy(a: Any) -> bool:
 
 
 def conv_forward(x: Any, w: np.ndarray, spec: ConvSpec, y_shape: tuple,
-                 bias: np.ndarray | None = None) -> Any:
+                 bias: np.ndarray | None = None, relu_slope: float | None = None) -> Any:
     if _lazy(x):
         y = dask_kernels().conv_forward(x, w, spec)
-        return y if bias is None else add_bias(y, bias)  # dask: a new array, never in place
-    return kernels.conv_forward(x, w, spec, y_shape, bias)
+        y = y if bias is None else add_bias(y, bias)  # dask: a new array, never in place
+        if relu_slope is None:
+            return y
+        return y.map_blocks(lambda b: kernels.relu(b.copy(), relu_slope), dtype=y.dtype)
+    return kernels.conv_forward(x, w, spec, y_shape, bias, relu_slope)
 
 
 def conv_input_grad(gy: Any, w: np.ndarray, spec: ConvSpec, x_shape: tuple) -> Any:

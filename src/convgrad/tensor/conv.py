@@ -11,6 +11,8 @@ order are convolutions again:
   (``<weight_grad(x, gy), h> = <gy, conv(x, h)>``)
 * bias: ``gb = bias_grad(g)``, whose own gradient broadcasts back (``BiasExpand``);
   ``AddBias`` adds a bias to an existing output (a transposed convolution's).
+* ``ConvReLU``: ``relu(conv(x, w) + b)`` (a leaky ReLU for a slope > 0) in one oneDNN
+  primitive; its backward masks ``g`` by the output, then is ``Conv``'s.
 
 Each backward asks ``ctx.needs_input_grad`` and runs only the kernels needed.  The
 arguments arrive validated (the edge, :mod:`convgrad.functional.conv_args`, applied the
@@ -24,11 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Context, Function
+from ..autograd import OUTPUT, Context, Function
 from ..ops import route
 from ..ops.spec import ConvSpec
+from .elementwise import Where
 
-__all__ = ["AddBias", "BiasExpand", "Conv", "ConvBiasGrad", "ConvInputGrad", "ConvWeightGrad"]
+__all__ = ["AddBias", "BiasExpand", "Conv", "ConvBiasGrad", "ConvInputGrad", "ConvReLU",
+           "ConvWeightGrad"]
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
@@ -46,12 +50,41 @@ class Conv(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:
-        x, w, b = ctx.inputs
-        spec, need = ctx.spec, ctx.needs_input_grad
-        gx = ConvInputGrad.apply(g, w, spec=spec, x_shape=x.shape) if need[0] else None
-        gw = ConvWeightGrad.apply(x, g, spec=spec, w_shape=w.shape) if need[1] else None
-        gb = ConvBiasGrad.apply(g) if need[2] else None
-        return gx, gw, gb
+        return _conv_grads(ctx, g)
+
+
+def _conv_grads(ctx: Context, g: Tensor) -> tuple:
+    """(dx, dw, db) of ``conv(x, w) + b`` for the output gradient ``g``."""
+    x, w = ctx.inputs[:2]
+    spec, need = ctx.spec, ctx.needs_input_grad
+    gx = ConvInputGrad.apply(g, w, spec=spec, x_shape=x.shape) if need[0] else None
+    gw = ConvWeightGrad.apply(x, g, spec=spec, w_shape=w.shape) if need[1] else None
+    gb = ConvBiasGrad.apply(g) if need[2] else None
+    return gx, gw, gb
+
+
+class ConvReLU(Function):
+    """``z = relu(conv(x, w) + b)``, ``slope * y`` below zero (0: a ReLU; a slope >= 0, so
+    that ``z > 0`` exactly where the pre-activation is)."""
+
+    reads = (0, 1, OUTPUT)  # Conv's, and the output for the activation's derivative
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
+                spec: ConvSpec, y_shape: tuple, slope: float) -> np.ndarray:
+        ctx.spec, ctx.slope = spec, slope
+        return route.conv_forward(x, w, spec, y_shape, b, slope)
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        above = ctx.output.data > 0
+        # d relu(y)/dy = 1 where y > 0 (where z > 0), else slope: the ReLU and LeakyReLU
+        # Functions' rules, read from the output
+        if ctx.slope == 0:
+            gy = Where.apply(above, g, 0.0)
+        else:
+            gy = g * np.where(above, 1.0, ctx.slope).astype(g.dtype)
+        return _conv_grads(ctx, gy)
 
 
 class ConvInputGrad(Function):

@@ -2,7 +2,8 @@
 
 The three passes of a convolution ``y = conv(x, w)`` per a :class:`~convgrad.ops.ConvSpec`:
 
-* ``"forward"``: (x, w) -> y, the bias added in the same primitive;
+* ``"forward"``: (x, w) -> y, the bias added in the same primitive, and a (leaky) ReLU
+  after it when asked (``relu_slope``: oneDNN's eltwise post-op);
 * ``"input_grad"``: (gy, w) -> gx, oneDNN's backward-data (a transposed convolution
   is the input gradient of the convolution it transposes);
 * ``"weight_grad"``: (x, gy) -> gw, oneDNN's backward-weights.  The bias gradient is
@@ -129,7 +130,8 @@ def _check_strides(strides) -> tuple:
 
 
 def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
-            spec: ConvSpec, dtype, strides, bias: bool, checked: bool = True):
+            spec: ConvSpec, dtype, strides, bias: bool, checked: bool = True,
+            relu_slope: float | None = None):
     """A Plan, or the reason (a string) there is none."""
     if not isinstance(spec, ConvSpec):
         raise TypeError(f"{_FN}: spec must be a ConvSpec, got {type(spec).__name__}")
@@ -141,14 +143,17 @@ def _lookup(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple
     if bias and pass_name != Pass.FORWARD:
         raise ValueError(f"{_FN}: bias=True is for pass 'forward' only (the bias is added "
                          f"there), got pass {pass_name!r}")
+    if relu_slope is not None and pass_name != Pass.FORWARD:
+        raise ValueError(f"{_FN}: relu_slope={relu_slope!r} is for pass 'forward' only, got "
+                         f"pass {pass_name!r}")
     shapes = (tuple(lhs_shape), tuple(rhs_shape), tuple(out_shape))
     strides = _check_strides(strides)
     threads, limit = num_threads(), get_workspace_limit()
-    key = (pass_name, shapes, strides, spec, bool(bias), threads, limit)
+    key = (pass_name, shapes, strides, spec, bool(bias), relu_slope, threads, limit)
 
     def make():
         geo = geometry(pass_name, *shapes, spec, _FN, checked)
-        built = build(lib, geo, shapes, strides, bool(bias), threads)
+        built = build(lib, geo, shapes, strides, bool(bias), threads, relu_slope)
         if built.workspace_bytes > limit:  # keep the reason, not the primitives' memory
             needed = built.workspace_bytes
             built.close()
@@ -184,21 +189,23 @@ def reason(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
 
 
 def _lookup_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
-                spec: ConvSpec, bias: bool, checked: bool):
+                spec: ConvSpec, bias: bool, checked: bool, relu_slope: float | None = None):
     arrays = (lhs, rhs, out)
     if any(a.dtype is not _F32 for a in arrays):
         return "dtype: oneDNN convolves float32 only on CPU"
     if not all(a.flags.aligned for a in arrays):
         return "an array is not aligned to its item size"
     return _lookup(pass_name, lhs.shape, rhs.shape, out.shape, spec, np.float32,
-                   tuple(a.strides for a in arrays), bias, checked)
+                   tuple(a.strides for a in arrays), bias, checked, relu_slope)
 
 
 def plan_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
-             spec: ConvSpec, bias: bool = False, checked: bool = True) -> Plan | None:
+             spec: ConvSpec, bias: bool = False, checked: bool = True,
+             relu_slope: float | None = None) -> Plan | None:
     """:func:`plan` for these arrays (shapes, dtypes, strides, alignment taken from them);
-    ``checked=False`` for callers that have applied the shape rule (the dispatch point)."""
-    entry = _lookup_for(pass_name, lhs, rhs, out, spec, bias, checked)
+    ``checked=False`` for callers that have applied the shape rule (the dispatch point);
+    ``relu_slope``: the forward's output goes through a (leaky) ReLU in the primitive."""
+    entry = _lookup_for(pass_name, lhs, rhs, out, spec, bias, checked, relu_slope)
     return entry if isinstance(entry, Plan) else None
 
 

@@ -30,6 +30,7 @@ F32, FORMAT_ANY, FORMAT_A, CPU = 3, 1, 2, 1
 # dnnl_prop_kind_t, dnnl_alg_kind_t, dnnl_scratchpad_mode_t
 FORWARD_TRAINING, FORWARD_INFERENCE, BACKWARD_DATA, BACKWARD_WEIGHTS = 64, 96, 160, 192
 CONVOLUTION_DIRECT, DECONVOLUTION_DIRECT = 0x1, 0xA
+ELTWISE_RELU = 0x20  # alpha: the slope for x < 0 (a leaky ReLU)
 SCRATCHPAD_USER = 1
 # dnnl_query_t
 QUERY_IMPL_INFO_STR = 8
@@ -80,6 +81,11 @@ _SIGNATURES = {
     "dnnl_primitive_attr_create": (ctypes.c_int, [_PP]),
     "dnnl_primitive_attr_destroy": (ctypes.c_int, [_P]),
     "dnnl_primitive_attr_set_scratchpad_mode": (ctypes.c_int, [_P, ctypes.c_int]),
+    "dnnl_primitive_attr_set_post_ops": (ctypes.c_int, [_P, _P]),
+    "dnnl_post_ops_create": (ctypes.c_int, [_PP]),
+    "dnnl_post_ops_destroy": (ctypes.c_int, [_P]),
+    "dnnl_post_ops_append_eltwise": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_float,
+                                                     ctypes.c_float]),
     "dnnl_primitive_desc_destroy": (ctypes.c_int, [_P]),
     "dnnl_primitive_desc_query": (ctypes.c_int, [_P, ctypes.c_int, ctypes.c_int, _P]),
     "dnnl_primitive_desc_query_md": (_P, [_P, ctypes.c_int, ctypes.c_int]),

@@ -103,15 +103,18 @@ class Plan(Execution):
     ``onednn:brg:avx512_core``), ``flops``, ``workspace_bytes`` (arena bytes one run
     needs), ``reorders`` (the arguments copied between the caller's layout and
     oneDNN's), ``pass_name``, ``shapes`` and ``byte_strides`` (of lhs, rhs, out;
-    ``None``: C-contiguous), ``bias``, ``threads``.
+    ``None``: C-contiguous), ``bias``, ``relu_slope`` (a forward whose output goes
+    through a (leaky) ReLU in the same primitive, as oneDNN's eltwise post-op; ``None``:
+    none), ``threads``.
     """
 
     def __init__(self, lib: L.Library, geo: Geometry, shapes: tuple, byte_strides: tuple,
-                 bias: bool, threads: int) -> None:
+                 bias: bool, threads: int, relu_slope: float | None = None) -> None:
         super().__init__(lib, threads)
         self.geometry = geo
         self.pass_name = geo.pass_name
         self.shapes, self.byte_strides, self.bias = shapes, byte_strides, bias
+        self.relu_slope = relu_slope
         self.strides = tuple(_normalized(sh, elem_strides(sh, st))
                              for sh, st in zip(shapes, byte_strides))
         self._expect = tuple(  # what run() checks: key, shape, strides, C-contiguous strides
@@ -236,6 +239,13 @@ class Plan(Execution):
             return pd, (info.value or b"?").decode()
 
         attr = self._attr()
+        if self.relu_slope is not None:  # y = relu(conv(x, w) + b), slope below zero
+            post = ctypes.c_void_p()
+            lib.call("dnnl_post_ops_create", ctypes.byref(post))
+            self._own("dnnl_post_ops_destroy", post)
+            lib.call("dnnl_post_ops_append_eltwise", post, L.ELTWISE_RELU,
+                     float(self.relu_slope), 0.0)
+            lib.call("dnnl_primitive_attr_set_post_ops", attr, post)
         hint = create(f"dnnl_{kind}_forward_primitive_desc_create", L.FORWARD_TRAINING, alg,
                       x_md, w_md, b_md if name == Pass.FORWARD else None, y_md, *params,
                       attr if name == Pass.FORWARD else None)
@@ -303,6 +313,7 @@ class Plan(Execution):
 
 
 def build(lib: L.Library, geo: Geometry, shapes: tuple, byte_strides: tuple, bias: bool,
-          threads: int) -> Plan:
+          threads: int, relu_slope: float | None = None) -> Plan:
     """Build a plan with ``threads`` OpenMP threads; raises :class:`Unsupported`."""
-    return build_with_threads(Plan(lib, geo, shapes, byte_strides, bias, threads), threads)
+    return build_with_threads(Plan(lib, geo, shapes, byte_strides, bias, threads, relu_slope),
+                              threads)

@@ -1,0 +1,55 @@
+"""Fusion: neighbouring layers of a ``Sequential`` that run as one kernel.
+
+A convolution (``Conv1d/2d/3d``) followed by ``ReLU`` or ``LeakyReLU`` (slope >= 0)
+runs as one oneDNN primitive with the activation as a post-op (``ConvReLU``): the
+activation costs no pass over memory of its own, and its backward reads the one saved
+output.  The pair is fused only where nobody can tell: neither module has hooks, and
+neither class overrides the ``forward`` the fusion stands for (a subclass's own
+``forward`` runs as written).  The fused result equals the unfused one bit for bit.
+
+Layers declare what they fuse by class attributes, so this module imports none of them:
+a convolution class sets ``fuses_relu_after = forward`` (the ``forward`` whose
+``forward_relu(x, slope)`` is the fused equivalent); an activation class sets
+``relu_of = forward`` and answers ``relu_slope()`` (``None``: not a fusable slope).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["run_sequence"]
+
+_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks")
+
+
+def _plain(m: Any, marker: str) -> bool:
+    """``m``'s class declares ``marker`` for the ``forward`` it runs, and ``m`` has no hooks."""
+    cls = type(m)
+    if getattr(cls, marker, None) is not cls.forward:
+        return False
+    d = m.__dict__
+    return not any(d.get(h) for h in _HOOKS)
+
+
+def _slope(conv: Any, act: Any) -> float | None:
+    """The slope of the (leaky) ReLU that ``act`` applies after ``conv``, if the pair fuses."""
+    if not (_plain(conv, "fuses_relu_after") and _plain(act, "relu_of")):
+        return None
+    return act.relu_slope()
+
+
+def run_sequence(modules: Sequence[Any], x: Any) -> Any:
+    """``x`` through ``modules`` in order, fused pairs as one call."""
+    i, n = 0, len(modules)
+    while i < n:
+        m = modules[i]
+        if i + 1 < n:
+            slope = _slope(m, modules[i + 1])
+            if slope is not None:
+                x = m.forward_relu(x, slope)
+                i += 2
+                continue
+        x = m(x)
+        i += 1
+    return x

@@ -1,0 +1,151 @@
+"""Conv + (leaky) ReLU in a Sequential run as one oneDNN primitive: same bits, less work."""
+
+import numpy as np
+import pytest
+import torch
+
+import convgrad as cg
+from convgrad import nn
+from convgrad.ops import onednn_available, prefer
+
+RNG = np.random.default_rng(7)
+CONVS = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}
+TORCH_CONVS = {1: torch.nn.Conv1d, 2: torch.nn.Conv2d, 3: torch.nn.Conv3d}
+
+
+def _input(nd, dtype=np.float32, channels_last=False):
+    x = RNG.standard_normal((2, 6) + (7,) * nd).astype(dtype)
+    if channels_last:
+        perm = (0, *range(2, nd + 2), 1)
+        x = np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
+    return x
+
+
+def _act(slope):
+    return nn.ReLU() if slope == 0 else nn.LeakyReLU(slope)
+
+
+def _run(model, x_np, unfused=False):
+    x = cg.tensor(x_np, requires_grad=True)
+    model.zero_grad()
+    with cg.profile() as prof:
+        y = model[1](model[0](x)) if unfused else model(x)
+        (y * y).sum().backward()
+    grads = [x.grad.data.copy()] + [p.grad.data.copy() for p in model.parameters()]
+    return y.data.copy(), grads, [e.algorithm for e in prof.of("conv")]
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("slope", [0.0, 0.2])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_fused_equals_unfused_bit_for_bit_and_ran_fused(nd, slope, channels_last):
+    model = nn.Sequential(CONVS[nd](6, 5, 3, padding=1, rng=1), _act(slope))
+    x = _input(nd, channels_last=channels_last)
+    y, grads, algos = _run(model, x)
+    y0, grads0, algos0 = _run(model, x, unfused=True)
+    assert np.array_equal(y, y0)
+    for g, g0 in zip(grads, grads0):
+        assert np.array_equal(g, g0)
+    if onednn_available():
+        assert algos[0].startswith("onednn") and algos[0].endswith("+relu"), algos
+    assert not any(a.endswith("+relu") for a in algos0)
+
+
+@pytest.mark.parametrize("slope", [0.0, 0.01])
+def test_fused_sequential_matches_torch(slope):
+    nd = 2
+    model = nn.Sequential(nn.Conv2d(6, 5, 3, stride=2, padding=1, rng=3), _act(slope))
+    tm = torch.nn.Sequential(TORCH_CONVS[nd](6, 5, 3, stride=2, padding=1),
+                             torch.nn.ReLU() if slope == 0 else torch.nn.LeakyReLU(slope))
+    with torch.no_grad():
+        tm[0].weight.copy_(torch.from_numpy(model[0].weight.data))
+        tm[0].bias.copy_(torch.from_numpy(model[0].bias.data))
+    x = _input(nd).astype(np.float64)
+    tm = tm.double()
+    model = model.to(cg.float64)
+    y, grads, _ = _run(model, x)
+    tx = torch.from_numpy(x).requires_grad_()
+    ty = tm(tx)
+    (ty * ty).sum().backward()
+    np.testing.assert_allclose(y, ty.detach().numpy(), rtol=1e-12, atol=1e-12)
+    for g, t in zip(grads, [tx.grad, tm[0].weight.grad, tm[0].bias.grad]):
+        np.testing.assert_allclose(g, t.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_float64_and_pinned_numpy_apply_the_activation_after_the_convolution():
+    model = nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.LeakyReLU(0.1))
+    for x, pin in ((_input(2, np.float64), None), (_input(2), "numpy")):
+        if x.dtype == np.float64:
+            model = model.to(cg.float64)
+        else:
+            model = model.to(cg.float32)
+        ctx = prefer(pin) if pin else _null()
+        with ctx:
+            y, grads, algos = _run(model, x)
+            y0, grads0, _ = _run(model, x, unfused=True)
+        assert not any(a.endswith("+relu") for a in algos)
+        assert np.array_equal(y, y0) and all(np.array_equal(a, b) for a, b in zip(grads, grads0))
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        return False
+
+
+def _fused_ran(model, x):
+    with cg.profile() as prof:
+        model(cg.tensor(x))
+    return any(e.algorithm.endswith("+relu") for e in prof.of("conv"))
+
+
+@pytest.mark.skipif(not onednn_available(), reason="fusion is oneDNN's post-op")
+def test_nothing_observable_is_fused_away():
+    x = _input(2)
+    model = nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.ReLU())
+    assert _fused_ran(model, x)
+    seen = []
+    handle = model[0].register_forward_hook(lambda m, i, o: seen.append(o.shape))
+    assert not _fused_ran(model, x) and seen == [(2, 5, 5, 5)]
+    handle.remove()
+    handle = model[1].register_forward_pre_hook(lambda m, i: seen.append("act"))
+    assert not _fused_ran(model, x) and seen[-1] == "act"
+    handle.remove()
+    assert _fused_ran(model, x)
+
+    class MyConv(nn.Conv2d):
+        def forward(self, x):
+            return super().forward(x) * 2.0
+
+    mine = nn.Sequential(MyConv(6, 5, 3, rng=2), nn.ReLU())
+    assert not _fused_ran(mine, x)
+    leaky = nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.LeakyReLU(0.1))
+    assert _fused_ran(leaky, x)
+    leaky[1].negative_slope = -0.5  # read live: a negative slope is not fused
+    assert not _fused_ran(leaky, x)
+    y = leaky(cg.tensor(x)).data
+    pre = leaky[0](cg.tensor(x)).data
+    assert np.array_equal(y, np.where(pre > 0, pre, pre * np.float32(-0.5)))
+
+
+def test_an_in_place_edit_of_the_fused_output_is_refused():
+    model = nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.ReLU())
+    y = model(cg.tensor(_input(2), requires_grad=True))
+    y.mul_(2.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
+def test_second_order_gradients_through_the_fused_pair():
+    model = nn.Sequential(nn.Conv2d(6, 5, 3, rng=4), nn.LeakyReLU(0.3)).to(cg.float64)
+    x_np = _input(2, np.float64)
+    out = []
+    for unfused in (False, True):
+        x = cg.tensor(x_np, requires_grad=True)
+        y = model[1](model[0](x)) if unfused else model(x)
+        (gx,) = cg.autograd.grad((y * y).sum(), x, create_graph=True)
+        (ggx,) = cg.autograd.grad((gx * gx).sum(), x)
+        out.append((gx.data, ggx.data))
+    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
