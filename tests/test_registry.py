@@ -45,3 +45,33 @@ def test_events_carry_their_family_and_the_algorithm_that_ran():
     assert [e.name for e in conv] == ["conv_forward", "conv_input_grad", "conv_weight_grad"]
     assert {e.algorithm for e in conv} == {"im2col"}
     assert "conv" in prof.summary() and "im2col" in prof.summary()
+
+
+def test_nested_events_are_counted_once():
+    import time
+
+    outer, inner = registry.family("test-outer", ("numpy",)), registry.family("test-inner",
+                                                                             ("numpy",))
+    with cg.profile() as prof:
+        with outer.record("outer_kernel"):
+            time.sleep(0.02)
+            with inner.record("inner_kernel"):
+                time.sleep(0.06)
+    (o,), (i,) = prof.of("test-outer"), prof.of("test-inner")
+    assert i.seconds >= 0.06 and 0.02 <= o.seconds < 0.06, (o.seconds, i.seconds)
+
+
+def test_a_convolutions_reorders_are_layout_events():
+    from convgrad.ops import onednn_available
+
+    if not onednn_available():
+        pytest.skip("reorders are oneDNN's")
+    rng = np.random.default_rng(1)
+    x = cg.tensor(rng.standard_normal((2, 16, 20, 20)).astype(np.float32))  # NCHW
+    w = cg.tensor(rng.standard_normal((16, 16, 3, 3)).astype(np.float32))
+    with cg.profile() as prof:
+        F.conv2d(x, w, padding=1)
+    layout = prof.of("layout")
+    assert layout and {e.name for e in layout} <= {"reorder", "copy"}
+    assert all(e.algorithm == "onednn" for e in layout if e.name == "reorder")
+    assert "layout" in prof.summary()

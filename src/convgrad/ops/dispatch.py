@@ -272,7 +272,9 @@ def _dense(a: np.ndarray) -> np.ndarray | None:
         return a
     if a.nbytes > get_workspace_limit():
         return None
-    return np.ascontiguousarray(a)
+    with layouts.LAYOUT.record("copy", a.shape) as rec:
+        rec.algorithm = "numpy"
+        return np.ascontiguousarray(a)
 
 
 # oneDNN's backward-data is slow for a few groups of one channel each (the windows of

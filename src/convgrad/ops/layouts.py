@@ -4,7 +4,9 @@ A Tensor's logical layout is always channels first, (N, C, *spatial); its memory
 C-contiguous or channels-last (dense (N, *spatial, C)), which oneDNN runs fastest and
 which NumPy's elementwise operations keep.  Every kernel family asks here: the
 predicates on an array or on element strides, the strides of a layout, and allocation
-in a layout.  Which layout a pass writes is the dispatch point's decision
+in a layout.  Conversions between layouts are the ``layout`` kernel family
+(:data:`LAYOUT`): oneDNN's reorders inside a plan and NumPy's copies, each a profiler
+event.  Which layout a pass writes is the dispatch point's decision
 (:func:`convgrad.ops.dispatch.output_channels_last`).
 """
 
@@ -12,7 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["channels_last_strides", "dense_channels_last", "empty", "is_channels_last"]
+from .registry import family
+
+__all__ = ["LAYOUT", "channels_last_strides", "dense_channels_last", "empty",
+           "is_channels_last"]
+
+#: conversions between layouts: ``onednn`` (a reorder step of a oneDNN plan), ``numpy``
+#: (a copy); no choice between them, the family exists for its profiler events
+LAYOUT = family("layout", ("onednn", "numpy"))
 
 
 def _innermost_first(ndim: int) -> tuple[int, ...]:

@@ -2,7 +2,9 @@
 
 Kernels record their runs through their family (:meth:`.registry.Family.record`); when
 no profiler is active the cost is one list lookup.  Profilers nest: every active
-profiler sees each event.
+profiler sees each event.  Events nest too: an event's seconds exclude those of the
+events recorded inside it (a convolution's reorders into oneDNN's layouts are their own
+``layout`` events), so the times of a profile add up without counting anything twice.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def profile() -> Iterator[Profiler]:
 class _Recording:
     """Context manager measuring one kernel run; set ``.flops``/``.algorithm`` inside."""
 
-    __slots__ = ("name", "shapes", "flops", "algorithm", "family", "_t0", "_stack")
+    __slots__ = ("name", "shapes", "flops", "algorithm", "family", "_t0", "_stack", "_inner")
 
     def __init__(self, name: str, shapes: tuple, flops: int, family: str) -> None:
         self.name, self.shapes, self.flops, self.algorithm = name, shapes, flops, ""
@@ -102,13 +104,37 @@ class _Recording:
 
     def __enter__(self) -> _Recording:
         self._stack = _active()
-        self._t0 = time.perf_counter() if self._stack else 0.0
+        if self._stack:
+            _open().append(self)
+            self._inner = 0.0  # seconds of the events recorded inside this one
+            self._t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._stack and exc[0] is None:
-            ev = Event(self.name, time.perf_counter() - self._t0, int(self.flops),
-                       self.shapes, self.algorithm, self.family)
+        if not self._stack:
+            return
+        elapsed = time.perf_counter() - self._t0
+        opened = _open()
+        if opened and opened[-1] is self:
+            opened.pop()
+            if opened:
+                opened[-1]._inner += elapsed
+        if exc[0] is None:
+            ev = Event(self.name, elapsed - self._inner, int(self.flops), self.shapes,
+                       self.algorithm, self.family)
             for prof in self._stack:
                 prof.events.append(ev)
+
+
+def _open() -> list[_Recording]:
+    """This thread's recordings in progress, innermost last."""
+    opened = getattr(_local, "open", None)
+    if opened is None:
+        opened = _local.open = []
+    return opened
+
+
+def recording() -> bool:
+    """Whether a profiler is active on this thread (kernels skip timing work otherwise)."""
+    return bool(_active())
 

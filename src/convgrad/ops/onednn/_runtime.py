@@ -22,7 +22,9 @@ from math import prod
 
 import numpy as np
 
+from ..layouts import LAYOUT
 from ..parallel import single_threaded_blas
+from ..profiler import recording
 from ..workspace import get_workspace_limit
 from . import _library as L
 
@@ -219,6 +221,7 @@ class _Context:
         self.user: list[tuple[ctypes.c_void_p, str, int]] = []   # (memory, key, byte offset)
         self.arena: list[tuple[ctypes.c_void_p, int]] = []       # (memory, arena offset)
         self.steps: list[tuple[ctypes.c_void_p, ctypes.Array]] = []
+        self.reorders: list[str] = []   # per step: the operand a reorder converts, or ""
         # operands with work besides the primitives: zeroed padding, a flipped copy
         self.prepare = [op for op in plan._operands if op.zero or op.flip_nd]
         try:
@@ -255,14 +258,16 @@ class _Context:
             main_args.append((op.arg, prim_mem))
             pair = [(L.ARG_FROM, inner_mem), (L.ARG_TO, user_mem)] if op.output else [
                 (L.ARG_FROM, user_mem), (L.ARG_TO, inner_mem)]
-            (post if op.output else pre).append((op.reorder, pair))
-        for (prim, scratch_md, scratch), pairs in [*pre, (plan._main, main_args), *post]:
+            (post if op.output else pre).append((op.reorder, pair, op.key))
+        for (prim, scratch_md, scratch), pairs, key in [*pre, (plan._main, main_args, ""),
+                                                        *post]:
             if scratch:
                 mem = self._memory(scratch_md)
                 self.arena.append((mem, 0))
                 pairs = [*pairs, (L.ARG_SCRATCHPAD, mem)]
             args = (L.ExecArg * len(pairs))(*(L.ExecArg(a, m) for a, m in pairs))
             self.steps.append((prim, args))
+            self.reorders.append(key)
 
     def run(self, arrays: dict, ptrs: dict) -> None:
         plan, lib = self.plan, self.plan.lib
@@ -288,10 +293,21 @@ class _Context:
         if saved != plan.threads:
             lib.set_omp_threads(plan.threads)
         try:
-            for prim, args in self.steps:
-                status = execute(prim, stream, len(args), args)
-                if status:
-                    raise L.DnnlError("dnnl_primitive_execute", status)
+            if recording():  # each reorder its own event, out of the kernel's time
+                for (prim, args), key in zip(self.steps, self.reorders):
+                    if key:
+                        with LAYOUT.record("reorder", arrays[key].shape) as rec:
+                            rec.algorithm = "onednn"
+                            status = execute(prim, stream, len(args), args)
+                    else:
+                        status = execute(prim, stream, len(args), args)
+                    if status:
+                        raise L.DnnlError("dnnl_primitive_execute", status)
+            else:
+                for prim, args in self.steps:
+                    status = execute(prim, stream, len(args), args)
+                    if status:
+                        raise L.DnnlError("dnnl_primitive_execute", status)
         finally:
             if saved != plan.threads:
                 lib.set_omp_threads(saved)
