@@ -372,3 +372,33 @@ def test_tensor_and_node_use_slots():
     assert not hasattr(x, "__dict__")
     node = (x * 2).grad_fn
     assert isinstance(node, Context) and node.op.__name__ == "Mul"
+
+
+# ------------------------------------------------------------ .grad owns its buffer
+def test_leaf_gradients_never_share_memory_with_each_other_or_the_caller():
+    import convgrad as _cg
+
+    a = _cg.tensor(np.ones(5), requires_grad=True)
+    b = _cg.tensor(np.ones(5), requires_grad=True)
+    (a + b).sum().backward()  # one gradient array reaches both leaves
+    assert not np.shares_memory(a.grad.data, b.grad.data)
+    a.grad.data[0] = 7.0
+    assert b.grad.data[0] == 1.0
+
+    seed = _cg.tensor(np.full(5, 2.0))
+    c = _cg.tensor(np.ones(5), requires_grad=True)
+    c.backward(seed)  # a leaf root: the caller's seed is copied, not taken
+    assert not np.shares_memory(c.grad.data, seed.data)
+
+    seen = []
+    d = _cg.tensor(np.ones(5), requires_grad=True)
+    d.register_hook(lambda g: seen.append(g))
+    (d * 3.0).sum().backward()
+    assert not np.shares_memory(d.grad.data, seen[0].data)
+
+    e = _cg.tensor(np.ones(5), requires_grad=True)
+    y = e * 2.0
+    y.register_hook(lambda g: seen.append(g))  # a hook on an inner node sees it first
+    y.sum().backward()
+    assert all(not np.shares_memory(e.grad.data, s.data) for s in seen)
+    assert np.array_equal(e.grad.data, np.full(5, 2.0))

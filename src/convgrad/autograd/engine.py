@@ -143,13 +143,16 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
     pending: dict[Context, Tensor] = {}  # node -> gradient of its output, summed so far
     add = _add_recorded if create_graph else _add_constant
     hooked: dict[int, list] = {}  # leaves with hooks: [leaf, summed gradient]
+    # arrays someone else may hold: the seeds, those a hook saw, those a leaf already
+    # took; a leaf takes any other gradient array that owns its memory without a copy
+    shared: set[int] = {id(g.data) for g in seeds}
 
     def deliver(leaf: Tensor, g: Tensor) -> None:
         if getattr(leaf, "_hooks", None):  # the hooks see the leaf's whole gradient
             entry = hooked.setdefault(id(leaf), [leaf, None])
             entry[1] = add(entry[1], g)
         else:
-            _deliver(leaf, g, targets, create_graph)
+            _deliver(leaf, g, targets, create_graph, shared)
 
     for t, g in zip(roots, seeds):
         if t.grad_fn is None:
@@ -174,7 +177,9 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
             if g is None:
                 continue
             if "tensor_hooks" in node.__dict__:  # Tensor.register_hook on the node's output
+                shared.add(id(g.data))
                 g = _run_hooks(node.__dict__["tensor_hooks"], g)
+                shared.add(id(g.data))
             if _registered.modified:
                 node.check_versions()
             grads = _call_rule(node, out, g, needs)
@@ -196,7 +201,10 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
             if not retain_graph:
                 node._free()
         for leaf, g in hooked.values():
-            _deliver(leaf, _run_hooks(leaf._hooks, g), targets, create_graph)
+            shared.add(id(g.data))
+            g = _run_hooks(leaf._hooks, g)
+            shared.add(id(g.data))
+            _deliver(leaf, g, targets, create_graph, shared)
     finally:
         grad_mode.set_mode(saved_mode)
 
@@ -256,15 +264,26 @@ def _check_grad(node: Context, i: int, inp: Tensor, g: Any) -> Tensor:
     return g if g.data.dtype == inp.data.dtype else g.astype(inp.dtype)
 
 
-def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool) -> None:
-    """Hand a finished gradient to a leaf: into ``targets`` (grad()) or ``leaf.grad``."""
+def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool,
+             shared: set[int]) -> None:
+    """Hand a finished gradient to a leaf: into ``targets`` (grad()) or ``leaf.grad``.
+
+    ``.grad`` owns its buffer (an in-place update of one leaf's gradient must not reach
+    another's): it takes ``g``'s array as it is when the array owns its memory and is not
+    in ``shared`` (arrays others may hold; this one joins them), else a copy."""
     add = _add_recorded if create_graph else _add_constant
     if targets is not None:
         if id(leaf) in targets:
             targets[id(leaf)] = add(targets[id(leaf)], g)
-    elif leaf.grad is None:  # own the buffer: the same array may reach several leaves
-        # (a dask array is immutable: no copy, and np.array would compute it)
-        leaf.grad = g if create_graph or is_dask_array(g.data) else _wrap(np.array(g.data))
+    elif leaf.grad is None:
+        a = g.data
+        if create_graph or is_dask_array(a):  # (a dask array is immutable: never copied)
+            leaf.grad = g
+        elif type(a) is np.ndarray and a.base is None and id(a) not in shared:
+            shared.add(id(a))
+            leaf.grad = _wrap(a)
+        else:
+            leaf.grad = _wrap(np.array(a))
     else:
         leaf.grad = add(leaf.grad, g)
 
