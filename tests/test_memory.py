@@ -85,6 +85,7 @@ conv_input_grad(small_y, small_w, small_x.shape, spec)
 conv_weight_grad(small_x, small_y, small_w.shape, spec)
 del small_x, small_w, small_y
 from convgrad.ops import direct, dispatch, prefer
+from convgrad.ops.onednn import cache_info as onednn_cache_info
 direct.HAVE_NUMBA  # Numba loads on the first few-channel call: before the baseline
 # A pass whose oneDNN arena would exceed the workspace even for one sample runs on the
 # NumPy engine: load the engine's compiled loops for this kernel size before the
@@ -136,6 +137,7 @@ print(json.dumps(dict(inputs=a.nbytes + b.nbytes, output=out.nbytes, base=base,
                       peak_reset=peak_reset, retained=retained, before_hwm=before_hwm,
                       after_hwm=after_hwm,
                       algorithm=[e.algorithm for e in measured.of("conv")][0],
+                      arena=onednn_cache_info()["arena_bytes"],
                       warmed=sorted({e.algorithm for e in warmed.of("conv")}))))
 """
 
@@ -178,7 +180,9 @@ def test_large_case_stays_within_the_bound(case, kernel):
               f"{(r['after_hwm'] - r['before_hwm']) / MiB:.1f} MiB VmHWM, +"
               f"{(r['after_max'] - r['before_max']) / MiB:.1f} MiB ru_maxrss"
               f"{'' if rusage_valid else ' (inherited, not used)'}; traced peak "
-              f"{r['traced_peak'] / MiB:.1f} MiB; {r['seconds']:.2f} s")
+              f"{r['traced_peak'] / MiB:.1f} MiB; {r['seconds']:.2f} s; algorithm "
+              f"{r['algorithm']}, oneDNN arena {r['arena'] / MiB:.1f} MiB, first call retained "
+              f"{r['retained'] / MiB:.1f} MiB")
     print(report)
     assert r["before_hwm"] <= r["before_now"] + 8 * MiB, report  # the reset worked
     # the NumPy engine's loops were loaded before the baseline (oneDNN's are not compiled
