@@ -84,11 +84,13 @@ def _elem(a: np.ndarray) -> tuple:
 
 
 def activation(name: str, x: Any, reference: Callable[[], Any], alpha: float = 0.0,
-               beta: float = 0.0) -> Any:
-    """``f(x)`` for the activation ``name`` (:data:`ACTIVATIONS`); ``reference()`` is the
-    NumPy result.  The result has ``x``'s layout."""
+               beta: float = 0.0, supported: bool = True) -> Any:
+    """``f(x)`` for the activation ``name`` (:data:`ACTIVATIONS`) with oneDNN's ``alpha``
+    and ``beta``; ``reference()`` is the NumPy result; ``supported=False``: oneDNN's
+    formula differs from the reference for these parameters.  The result has ``x``'s
+    layout."""
     with ELTWISE.record(f"{name}_forward", np.shape(x)) as rec:
-        if _algorithm((x,), np.size(x)) == "onednn" and is_dense(x):
+        if supported and _algorithm((x,), np.size(x)) == "onednn" and is_dense(x):
             n = x.size
             plan = _dnnl.plan("forward", ACTIVATIONS[name][0], ((n,), (n,)), ((1,), (1,)),
                               num_threads(), alpha, beta)
@@ -100,11 +102,12 @@ def activation(name: str, x: Any, reference: Callable[[], Any], alpha: float = 0
 
 
 def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
-                    alpha: float = 0.0, beta: float = 0.0) -> Any:
+                    alpha: float = 0.0, beta: float = 0.0, supported: bool = True) -> Any:
     """``g f'(x)`` for the activation ``name``, ``x`` its input (its output where the
-    backward algorithm reads the output); ``reference()`` is the NumPy result."""
+    backward algorithm reads the output); ``reference`` and ``supported`` as for
+    :func:`activation`."""
     with ELTWISE.record(f"{name}_backward", np.shape(x)) as rec:
-        if (_algorithm((g, x), np.size(x)) == "onednn" and g.shape == x.shape
+        if (supported and _algorithm((g, x), np.size(x)) == "onednn" and g.shape == x.shape
                 and g.strides == x.strides and is_dense(x)):
             n = x.size
             plan = _dnnl.plan("backward", ACTIVATIONS[name][1], ((n,),) * 3, ((1,),) * 3,
@@ -125,7 +128,7 @@ def binary(op: str, a: Any, b: Any, reference: Callable[[], Any]) -> Any:
         if type(a) in _WEAK and op in ("add", "mul"):
             a, b = b, np.array(a, dtype=np.float32)
         if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
-                and _algorithm((a, b), a.size) == "onednn"):
+                and _algorithm((a, b), max(a.size, b.size)) == "onednn"):
             if a.shape != b.shape and a.size < b.size and op in ("add", "mul"):
                 a, b = b, a  # IEEE addition and multiplication commute exactly
             plan = _binary_plan(op, a, b)

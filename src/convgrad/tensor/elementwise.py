@@ -50,7 +50,7 @@ def select(cond: Any, a: Any, b: Any) -> np.ndarray:
 
 
 def fast_grad(name: str, g: Tensor, x: Tensor, rule: Any, alpha: float = 0.0,
-              beta: float = 0.0) -> Tensor:
+              beta: float = 0.0, supported: bool = True) -> Tensor:
     """The gradient ``rule()`` (Tensor operations, the math written once) of the activation
     ``name``, whose backward kernel reads ``x``: run by the eltwise family's kernel
     (oneDNN's backward primitive, or the rule itself on NumPy), except under
@@ -58,7 +58,7 @@ def fast_grad(name: str, g: Tensor, x: Tensor, rule: Any, alpha: float = 0.0,
     if is_grad_enabled():
         return rule()
     return type(g)._wrap(eltwise.activation_grad(name, g.data, x.data, lambda: rule().data,
-                                                 alpha, beta))
+                                                 alpha, beta, supported))
 
 
 def _zero_where(mask: Any, value: Tensor) -> Tensor:
