@@ -12,13 +12,14 @@ import torch.nn.functional as TF
 import convgrad as cg
 import convgrad.functional as F
 from convgrad.ops import onednn_available, prefer
-from convgrad.ops.eltwise import MIN_ONEDNN_SIZE
+from convgrad.ops.eltwise import MIN_BINARY_SIZE, MIN_PIECEWISE_SIZE
 from convgrad.ops.layouts import empty, is_channels_last
 
 needs_onednn = pytest.mark.skipif(not onednn_available(), reason="oneDNN unavailable")
 ROUNDING = 2.0 ** -23
-SHAPE = (2, 16, 48, 48)  # 73728 elements: above MIN_ONEDNN_SIZE
-assert np.prod(SHAPE) >= MIN_ONEDNN_SIZE
+SHAPE = (2, 16, 96, 96)  # above the thresholds of activations
+BIG = (4, 16, 128, 128)  # and of binary operations
+assert np.prod(SHAPE) >= MIN_PIECEWISE_SIZE and np.prod(BIG) >= MIN_BINARY_SIZE
 
 # name -> (convgrad, torch)
 ACTIVATIONS = {
@@ -144,7 +145,7 @@ def test_double_backward_stays_differentiable(name):
     ours_fn, torch_fn = ACTIVATIONS[name]
     x = array(SHAPE, "channels_last", scale=2.0).astype(np.float64)[:1, :2]
     x = np.ascontiguousarray(x).astype(np.float32)
-    x = np.tile(x, (2, 8, 1, 1))  # above the threshold again
+    x = np.tile(x, (2, 8, 1, 1))  # SHAPE again: above the thresholds
     t = cg.Tensor(x, requires_grad=True)
     (gx,) = cg.autograd.grad((ours_fn(t) * t).sum(), (t,), create_graph=True)
     (ggx,) = cg.autograd.grad((gx * gx).sum(), (t,))
@@ -179,12 +180,12 @@ def binary(op: str, a, b):
 @pytest.mark.parametrize("op", sorted(OPS))
 @pytest.mark.parametrize("other", ["same", "channel", "number", "float32 number", "row"])
 def test_binary_on_onednn_is_bitwise_numpy(op, other, layout):
-    a = special(SHAPE, layout, 0)
-    b = {"same": lambda: special(SHAPE, layout, 1),
-         "channel": lambda: special((1, SHAPE[1], 1, 1), "nchw", 2),
+    a = special(BIG, layout, 0)
+    b = {"same": lambda: special(BIG, layout, 1),
+         "channel": lambda: special((1, BIG[1], 1, 1), "nchw", 2),
          "number": lambda: 0.1,
          "float32 number": lambda: np.float32(-2.5),
-         "row": lambda: special((1, 1, 1, SHAPE[3]), "nchw", 3)[0]}[other]()
+         "row": lambda: special((1, 1, 1, BIG[3]), "nchw", 3)[0]}[other]()
     with np.errstate(all="ignore"):
         out, algs = binary(op, a, b)
         expected = OPS[op](a, b)
@@ -200,14 +201,14 @@ def test_binary_on_onednn_is_bitwise_numpy(op, other, layout):
 
 @needs_onednn
 def test_binary_falls_back_where_numpy_differs_or_pays():
-    a = array(SHAPE, "channels_last")
+    a = array(BIG, "channels_last")
     cases = [
         (a.astype(np.float64), 0.5),                            # float64
         (a, a.astype(np.float64)),                              # mixed: float64
         (np.ones((1, 16, 1, 1), np.float32), a),                # sub with a broadcast first
-        (a[:, :, ::2], array((2, 16, 24, 48), "nchw")),         # strided
+        (a[:, :, ::2], array((4, 16, 64, 128), "nchw")),         # strided
         (array((3, 5, 7), "nchw"), array((3, 5, 7), "nchw")),   # small
-        (array((64, 1, 1, 48), "nchw"), array((1, 32, 48, 1), "nchw")),  # outer broadcast
+        (array((1024, 1, 1, 32), "nchw"), array((1, 32, 32, 1), "nchw")),  # outer broadcast
     ]
     for x, y in cases:
         out, algs = binary("sub", x, y)
@@ -220,7 +221,7 @@ def test_binary_falls_back_where_numpy_differs_or_pays():
 
 @needs_onednn
 def test_binary_of_two_layouts_takes_the_first():
-    a, b = array(SHAPE, "channels_last"), array(SHAPE, "nchw", seed=1)
+    a, b = array(BIG, "channels_last"), array(BIG, "nchw", seed=1)
     out, algs = binary("sub", a, b)  # the second operand C-contiguous: oneDNN
     assert algs == ["onednn"] and out.strides == a.strides
     assert out.tobytes(order="A") == (a - b).astype(np.float32, order="K").tobytes(order="A")
@@ -230,18 +231,18 @@ def test_binary_of_two_layouts_takes_the_first():
 
 @needs_onednn
 def test_residual_add_and_scale_gradients_match_torch():
-    x, r = array(SHAPE, "channels_last"), array(SHAPE, "channels_last", seed=1)
-    w = array((1, SHAPE[1], 1, 1), "nchw", seed=2)
+    x, r = array(BIG, "channels_last"), array(BIG, "channels_last", seed=1)
+    w = array((1, BIG[1], 1, 1), "nchw", seed=2)
     tx, tr, tw = (cg.Tensor(v, requires_grad=True) for v in (x, r, w))
     with cg.profile() as prof:
         y = F.relu(tx * tw + tr)
-        y.backward(cg.Tensor(array(SHAPE, "channels_last", seed=3)))
+        y.backward(cg.Tensor(array(BIG, "channels_last", seed=3)))
     assert {e.algorithm for e in prof.of("eltwise") if e.name in ("add", "relu_forward",
                                                                    "relu_backward")} == {
         "onednn"}
     px, pr, pw = (torch.tensor(np.ascontiguousarray(v), requires_grad=True)
                   for v in (x, r, w))
     TF.relu(px * pw + pr).backward(torch.tensor(np.ascontiguousarray(
-        array(SHAPE, "channels_last", seed=3))))
+        array(BIG, "channels_last", seed=3))))
     for ours, theirs in ((tx, px), (tr, pr), (tw, pw)):
         np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-4, atol=1e-4)

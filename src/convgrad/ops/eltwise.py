@@ -34,16 +34,25 @@ from .onednn._plan import _normalized
 from .parallel import num_threads
 from .registry import family
 
-__all__ = ["ACTIVATIONS", "ELTWISE", "MIN_ONEDNN_SIZE", "activation", "activation_grad",
+__all__ = ["ACTIVATIONS", "ELTWISE", "MIN_BINARY_SIZE", "MIN_ONEDNN_SIZE",
+           "MIN_PIECEWISE_SIZE", "activation", "activation_grad",
            "binary"]
 
 #: the eltwise family: ``prefer("numpy")`` pins the Functions' NumPy code
 ELTWISE = family("eltwise", ("onednn", "numpy"))
 
-#: Below this many output elements NumPy runs: a oneDNN call costs ~20-25 us through
-#: ctypes, which NumPy's single thread spends on ~64k float32 elements (measured: relu,
-#: add at 65536 elements 57 and 27 us with NumPy on this 2-core machine).
-MIN_ONEDNN_SIZE = 1 << 16
+#: Below these many result elements NumPy runs.  A oneDNN call costs 25-100 us from
+#: Python (ctypes, the plan's context, the profiler event); measured on this 2-core
+#: machine, one thread each, medians (the machine was shared: +-50%):
+#: * binary (add: NumPy 38 us at 65536 elements, 90 us at 262144, oneDNN 126 and 213 us;
+#:   at 8M both 2-2.5 ms single-threaded): oneDNN pays for its threads only when large;
+#: * piecewise-linear forward (relu at 262144: NumPy 227 us, oneDNN 164 us);
+#: * every backward and every smooth forward (sigmoid at 8192: NumPy 81 us, oneDNN 62 us;
+#:   relu's backward mask is 2-3 ns an element in NumPy).
+MIN_BINARY_SIZE = 1 << 20
+MIN_PIECEWISE_SIZE = 1 << 18
+MIN_ONEDNN_SIZE = 1 << 13
+_PIECEWISE = ("relu", "leaky_relu", "clip")
 
 #: activation name -> (forward algorithm, backward algorithm): the backward reads the
 #: forward's input, or its output for the ``*_use_dst_for_bwd`` algorithms (the
@@ -65,16 +74,16 @@ _F32 = np.dtype(np.float32)
 _WEAK = (int, float)  # Python numbers take the array's dtype (NumPy 2)
 
 
-def _algorithm(arrays: tuple, size: int) -> str:
+def _algorithm(arrays: tuple, size: int, min_size: int) -> str:
     """The one decision: "onednn" or "numpy" for a call on ``arrays`` (ndarrays) with a
-    result of ``size`` elements."""
+    result of ``size`` elements, where oneDNN pays from ``min_size``."""
     pinned = ELTWISE.pinned()
     if pinned == "numpy":
         return "numpy"
     if not all(type(a) is np.ndarray and a.dtype is _F32 and a.flags.aligned
                for a in arrays):
         return "numpy"  # float64 stays exact on NumPy; dask arrays are chunked there
-    if pinned != "onednn" and size < MIN_ONEDNN_SIZE:
+    if pinned != "onednn" and size < min_size:
         return "numpy"
     return "onednn" if onednn.available() else "numpy"
 
@@ -90,7 +99,8 @@ def activation(name: str, x: Any, reference: Callable[[], Any], alpha: float = 0
     formula differs from the reference for these parameters.  The result has ``x``'s
     layout."""
     with ELTWISE.record(f"{name}_forward", np.shape(x)) as rec:
-        if supported and _algorithm((x,), np.size(x)) == "onednn" and is_dense(x):
+        least = MIN_PIECEWISE_SIZE if name in _PIECEWISE else MIN_ONEDNN_SIZE
+        if supported and _algorithm((x,), np.size(x), least) == "onednn" and is_dense(x):
             n = x.size
             plan = _dnnl.plan("forward", ACTIVATIONS[name][0], ((n,), (n,)), ((1,), (1,)),
                               num_threads(), alpha, beta)
@@ -107,7 +117,7 @@ def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
     backward algorithm reads the output); ``reference`` and ``supported`` as for
     :func:`activation`."""
     with ELTWISE.record(f"{name}_backward", np.shape(x)) as rec:
-        if (supported and _algorithm((g, x), np.size(x)) == "onednn" and g.shape == x.shape
+        if (supported and _algorithm((g, x), np.size(x), MIN_ONEDNN_SIZE) == "onednn" and g.shape == x.shape
                 and g.strides == x.strides and is_dense(x)):
             n = x.size
             plan = _dnnl.plan("backward", ACTIVATIONS[name][1], ((n,),) * 3, ((1,),) * 3,
@@ -128,7 +138,7 @@ def binary(op: str, a: Any, b: Any, reference: Callable[[], Any]) -> Any:
         if type(a) in _WEAK and op in ("add", "mul"):
             a, b = b, np.array(a, dtype=np.float32)
         if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
-                and _algorithm((a, b), max(a.size, b.size)) == "onednn"):
+                and _algorithm((a, b), max(a.size, b.size), MIN_BINARY_SIZE) == "onednn"):
             if a.shape != b.shape and a.size < b.size and op in ("add", "mul"):
                 a, b = b, a  # IEEE addition and multiplication commute exactly
             plan = _binary_plan(op, a, b)

@@ -46,6 +46,10 @@ class EltwisePlan(Execution):
     ``run(**arrays)`` with the keys of its kind (``x``/``g``/``a``/``b`` and ``out``);
     ``name`` is ``"onednn:"`` and oneDNN's implementation."""
 
+    # a memory-bound pass of microseconds to milliseconds: holding BLAS (~10 us a call,
+    # measured) costs more than its spinning threads do here
+    hold_blas = False
+
     def __init__(self, lib: L.Library, kind: str, alg: str, alpha: float, beta: float,
                  shapes: tuple, strides: tuple, threads: int) -> None:
         super().__init__(lib, threads)
