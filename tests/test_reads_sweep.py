@@ -20,7 +20,16 @@ from convgrad.tensor import gather as G
 from convgrad.tensor import hooks as H
 from convgrad.tensor import reduce as R
 from convgrad.tensor import shape as S
-from convgrad.tensor.activation import ELU, LogSigmoid, NormalCDF, Softplus
+from convgrad.tensor.activation import (
+    ELU,
+    GELU,
+    GELUTanh,
+    Hardswish,
+    LogSigmoid,
+    NormalCDF,
+    SiLU,
+    Softplus,
+)
 from convgrad.tensor.axis_matrix import AxisMap
 from convgrad.tensor.loss import BinaryCrossEntropy
 from convgrad.tensor.normalization import Standardize
@@ -92,6 +101,10 @@ SAMPLES = {
     NormalCDF: (lambda a: NormalCDF.apply(a), [arr(2, 3)]),
     Softplus: (lambda a: Softplus.apply(a, beta=1.0, threshold=20.0), [arr(2, 3)]),
     LogSigmoid: (lambda a: LogSigmoid.apply(a), [arr(2, 3)]),
+    SiLU: (lambda a: SiLU.apply(a), [arr(2, 3)]),
+    GELU: (lambda a: GELU.apply(a), [arr(2, 3)]),
+    GELUTanh: (lambda a: GELUTanh.apply(a), [arr(2, 3)]),
+    Hardswish: (lambda a: Hardswish.apply(a), [arr(2, 3)]),
     G.Gather: (lambda a: G.Gather.apply(a, index=IDX, dim=1), [arr(2, 3)]),
     G.ScatterAdd: (lambda a: G.ScatterAdd.apply(a, index=IDX, dim=1, shape=(2, 3)),
                    [arr(2, 3)]),

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor, as_tensor, where
+from ..tensor.activation import Hardswish
 from .layer_input import layer_input
 from .smooth_activation import _real, softplus
 
@@ -31,8 +32,7 @@ def relu6(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002
 
 def hardswish(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x * relu6(x + 3) / 6``."""
-    x = as_tensor(input)
-    return x * (x + 3.0).clamp(0.0, 6.0) / 6.0
+    return Hardswish.apply(as_tensor(input)._floating())
 
 
 def mish(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002

@@ -1,19 +1,15 @@
 """Smooth activations: ``gelu``, ``silu``, ``elu``, ``softplus``, ``logsigmoid``.
 
-Where an activation is a product of existing differentiable ops (``silu = x sigmoid(x)``,
-``gelu = x Phi(x)``, the tanh form of ``gelu``) it is written as that product, so its
-gradients of every order come from those ops; the others are one :class:`Function` each,
-their rule written in Tensor operations (differentiable again).  The normal CDF needs
-``erf``, which comes from SciPy (imported on first use).
+Each is one :class:`Function` of :mod:`convgrad.tensor.activation` (run by the ``eltwise``
+kernel family), its rule written in Tensor operations (differentiable again).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..tensor import Tensor, as_tensor
-from ..tensor.activation import ELU, LogSigmoid, NormalCDF, Softplus
+from ..tensor.activation import ELU, GELU, GELUTanh, LogSigmoid, SiLU, Softplus
 from ..tensor.args import number as _real
 
 __all__ = ["elu", "gelu", "logsigmoid", "silu", "softplus"]
@@ -27,17 +23,13 @@ def gelu(input: Any, approximate: str = "none") -> Tensor:
     if approximate not in _GELU_APPROXIMATIONS:
         raise ValueError(f"gelu: approximate={approximate!r} must be one of "
                          f"{_GELU_APPROXIMATIONS}")
-    x = as_tensor(input)
-    if approximate == "tanh":
-        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
-        return x * 0.5 * (inner.tanh() + 1.0)
-    return x * NormalCDF.apply(x)
+    x = as_tensor(input)._floating()
+    return (GELUTanh if approximate == "tanh" else GELU).apply(x)
 
 
 def silu(input: Any, inplace: bool = False) -> Tensor:
     """``x sigmoid(x)`` (swish).  ``inplace`` is accepted; the result is a new Tensor."""
-    x = as_tensor(input)
-    return x * x.sigmoid()
+    return SiLU.apply(as_tensor(input)._floating())
 
 
 def elu(input: Any, alpha: float = 1.0, inplace: bool = False) -> Tensor:

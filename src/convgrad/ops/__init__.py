@@ -4,6 +4,7 @@
 are the only places in convgrad that do convolution arithmetic.
 """
 
+from . import eltwise  # noqa: F401 (declares the eltwise family)
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
 from .heap import tune_malloc
 from .onednn import available as onednn_available

@@ -17,7 +17,7 @@ import numpy as np
 from .registry import family
 
 __all__ = ["LAYOUT", "channels_last_strides", "dense_channels_last", "empty",
-           "is_channels_last"]
+           "is_channels_last", "is_dense"]
 
 #: conversions between layouts: ``onednn`` (a reorder step of a oneDNN plan), ``numpy``
 #: (a copy); no choice between them, the family exists for its profiler events
@@ -47,6 +47,20 @@ def is_channels_last(a: np.ndarray) -> bool:
     if a.ndim < 3 or any(s % a.itemsize for s in a.strides):
         return False
     return dense_channels_last(a.shape, tuple(s // a.itemsize for s in a.strides))
+
+
+def is_dense(a: np.ndarray) -> bool:
+    """Whether ``a``'s elements fill one gap-free run of memory, in any order of its dims
+    (C-contiguous, channels-last, any transpose of them) with positive strides, so that
+    its data pointer is its first byte: an elementwise kernel may treat it as flat."""
+    if a.flags.c_contiguous:
+        return True
+    acc = a.itemsize
+    for s, n in sorted((s, n) for n, s in zip(a.shape, a.strides) if n > 1):
+        if s != acc:
+            return False
+        acc *= n
+    return True
 
 
 def channels_last_strides(shape: tuple) -> tuple[int, ...]:

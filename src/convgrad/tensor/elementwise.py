@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import OUTPUT, Context, Function
+from ..autograd import OUTPUT, Context, Function, is_grad_enabled
+from ..ops import eltwise
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 _CONSTANT = (np.ndarray, np.generic, int, float)  # a non-Tensor operand
@@ -48,6 +49,18 @@ def select(cond: Any, a: Any, b: Any) -> np.ndarray:
     return np.where(cond, a, b)
 
 
+def fast_grad(name: str, g: Tensor, x: Tensor, rule: Any, alpha: float = 0.0,
+              beta: float = 0.0, supported: bool = True) -> Tensor:
+    """The gradient ``rule()`` (Tensor operations, the math written once) of the activation
+    ``name``, whose backward kernel reads ``x``: run by the eltwise family's kernel
+    (oneDNN's backward primitive, or the rule itself on NumPy), except under
+    ``create_graph``, where the rule is recorded so that it differentiates again."""
+    if is_grad_enabled():
+        return rule()
+    return type(g)._wrap(eltwise.activation_grad(name, g.data, x.data, lambda: rule().data,
+                                                 alpha, beta, supported))
+
+
 def _zero_where(mask: Any, value: Tensor) -> Tensor:
     """``value`` with zeros where ``mask`` (an ndarray or a scalar bool) is true."""
     if np.ndim(mask) == 0:
@@ -60,7 +73,7 @@ class Add(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        return a + b
+        return eltwise.binary("add", a, b, lambda: a + b)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> tuple:
@@ -76,7 +89,7 @@ class Sub(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        return a - b
+        return eltwise.binary("sub", a, b, lambda: a - b)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> tuple:
@@ -92,7 +105,7 @@ class Mul(Function):
 
     @staticmethod
     def forward(ctx: Context, a: Any, b: Any) -> np.ndarray:
-        return a * b
+        return eltwise.binary("mul", a, b, lambda: a * b)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> tuple:
@@ -241,12 +254,13 @@ class ReLU(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        return np.maximum(x, 0)
+        return eltwise.activation("relu", x, lambda: np.maximum(x, 0))
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
+        y = ctx.output
         # d max(x, 0)/dx = 1 where x > 0 (where the output is > 0), else 0
-        return Where.apply(ctx.output.data > 0, grad, 0.0)
+        return fast_grad("relu", grad, y, lambda: Where.apply(y.data > 0, grad, 0.0))
 
 
 class LeakyReLU(Function):
@@ -255,13 +269,15 @@ class LeakyReLU(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, slope: float) -> np.ndarray:
         ctx.slope = slope
-        return np.where(x > 0, x, x * slope)
+        return eltwise.activation("leaky_relu", x, lambda: np.where(x > 0, x, x * slope),
+                                  alpha=slope)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
-        x = ctx.inputs[0].data
+        x = ctx.inputs[0]
         # d leaky_relu(x)/dx = 1 where x > 0, else slope
-        return grad * np.where(x > 0, 1.0, ctx.slope).astype(x.dtype)
+        return fast_grad("leaky_relu", grad, x, lambda: grad * np.where(
+            x.data > 0, 1.0, ctx.slope).astype(x.dtype), alpha=ctx.slope)
 
 
 class Sigmoid(Function):
@@ -271,13 +287,14 @@ class Sigmoid(Function):
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
         from scipy.special import expit  # loaded on first use, not with convgrad
 
-        return expit(x)  # 1 / (1 + e^-x) without overflow, in x's dtype
+        # 1 / (1 + e^-x) without overflow, in x's dtype
+        return eltwise.activation("sigmoid", x, lambda: expit(x))
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         y = ctx.output
         # d sigmoid(x)/dx = y (1 - y)
-        return grad * y * (1.0 - y)
+        return fast_grad("sigmoid", grad, y, lambda: grad * y * (1.0 - y))
 
 
 class Tanh(Function):
@@ -285,13 +302,13 @@ class Tanh(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        return np.tanh(x)
+        return eltwise.activation("tanh", x, lambda: np.tanh(x))
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         y = ctx.output
         # d tanh(x)/dx = 1 - y^2
-        return grad * (1.0 - y * y)
+        return fast_grad("tanh", grad, y, lambda: grad * (1.0 - y * y))
 
 
 class Where(Function):

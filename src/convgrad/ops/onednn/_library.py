@@ -30,7 +30,6 @@ F32, FORMAT_ANY, FORMAT_A, CPU = 3, 1, 2, 1
 # dnnl_prop_kind_t, dnnl_alg_kind_t, dnnl_scratchpad_mode_t
 FORWARD_TRAINING, FORWARD_INFERENCE, BACKWARD_DATA, BACKWARD_WEIGHTS = 64, 96, 160, 192
 CONVOLUTION_DIRECT, DECONVOLUTION_DIRECT = 0x1, 0xA
-ELTWISE_RELU = 0x20  # alpha: the slope for x < 0 (a leaky ReLU)
 SCRATCHPAD_USER = 1
 # dnnl_query_t
 QUERY_IMPL_INFO_STR = 8
@@ -40,6 +39,15 @@ QUERY_DST_MD, QUERY_DIFF_DST_MD, QUERY_SCRATCHPAD_MD = 133, 134, 136
 ARG_SRC, ARG_DST, ARG_WEIGHTS, ARG_BIAS, ARG_SCRATCHPAD = 1, 17, 33, 41, 80
 ARG_DIFF_SRC, ARG_DIFF_DST, ARG_DIFF_WEIGHTS, ARG_DIFF_BIAS = 129, 145, 161, 169
 ARG_FROM, ARG_TO = ARG_SRC, ARG_DST
+ARG_SRC_1 = 2
+# eltwise and binary algorithms (dnnl_alg_kind_t)
+ELTWISE_ALGS = {
+    "relu": 0x20, "tanh": 0x21, "elu": 0x22, "soft_relu": 0x27, "logistic": 0x29,
+    "gelu_tanh": 0x2B, "swish": 0x2C, "clip_v2": 0x2F, "gelu_erf": 0x31, "hardswish": 0x34,
+    "relu_use_dst_for_bwd": 0x100, "tanh_use_dst_for_bwd": 0x101,
+    "logistic_use_dst_for_bwd": 0x104,
+}
+BINARY_ALGS = {"add": 0x1FFF0, "mul": 0x1FFF1, "div": 0x1FFF4, "sub": 0x1FFF5}
 
 _STATUS = {1: "out of memory", 2: "invalid arguments", 3: "unimplemented",
            4: "last implementation reached", 5: "runtime error", 6: "not required"}
@@ -95,6 +103,16 @@ _SIGNATURES = {
     "dnnl_reorder_primitive_desc_create": (ctypes.c_int, [_PP, _P, _P, _P, _P, _P]),
     "dnnl_set_primitive_cache_capacity": (ctypes.c_int, [ctypes.c_int]),
 }
+_F = ctypes.c_float
+# (pd, engine, prop_kind, alg, src, dst, alpha, beta, attr)
+_SIGNATURES["dnnl_eltwise_forward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, ctypes.c_int, _P, _P, _F, _F, _P])
+# (pd, engine, alg, diff_src, diff_dst, data, alpha, beta, hint, attr)
+_SIGNATURES["dnnl_eltwise_backward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, _P, _F, _F, _P, _P])
+# (pd, engine, alg, src0, src1, dst, attr)
+_SIGNATURES["dnnl_binary_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, _P, _P])
 _PARAMS = [Dims, Dims, Dims, Dims]  # strides, dilates, padding_l, padding_r
 for _kind in ("convolution", "deconvolution"):
     # (pd, engine, [prop_kind,] alg_kind, 3 or 4 memory descs, params, [hint,] attr)

@@ -243,7 +243,7 @@ class Plan(Execution):
             post = ctypes.c_void_p()
             lib.call("dnnl_post_ops_create", ctypes.byref(post))
             self._own("dnnl_post_ops_destroy", post)
-            lib.call("dnnl_post_ops_append_eltwise", post, L.ELTWISE_RELU,
+            lib.call("dnnl_post_ops_append_eltwise", post, L.ELTWISE_ALGS["relu"],
                      float(self.relu_slope), 0.0)
             lib.call("dnnl_primitive_attr_set_post_ops", attr, post)
         hint = create(f"dnnl_{kind}_forward_primitive_desc_create", L.FORWARD_TRAINING, alg,

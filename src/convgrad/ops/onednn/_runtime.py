@@ -74,6 +74,10 @@ class Execution:
     :meth:`before_run` is its hook for work on the caller's arrays before the steps.
     """
 
+    #: hold BLAS to one thread while running (its idle threads spin and slow oneDNN's);
+    #: a plan whose run is shorter than the ~10 us the hold costs may skip it
+    hold_blas = True
+
     def __init__(self, lib: L.Library, threads: int) -> None:
         self._owned: list[tuple[str, ctypes.c_void_p]] = []
         self._idle: list[_Context] = []
@@ -147,7 +151,10 @@ class Execution:
         if ctx is None:
             ctx = _Context(self)
         try:
-            with single_threaded_blas():
+            if self.hold_blas:
+                with single_threaded_blas():
+                    ctx.run(arrays, ptrs)
+            else:
                 ctx.run(arrays, ptrs)
         finally:
             with self._lock:

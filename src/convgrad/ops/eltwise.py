@@ -1,0 +1,177 @@
+"""The ``eltwise`` kernel family: activations (forward and backward) and the binary
+operations ``+ - * /`` on ndarrays, on oneDNN's eltwise and binary primitives or NumPy.
+
+The NumPy reference of each kernel is its Function's own code (:mod:`convgrad.tensor`),
+handed in as a callable: this module only decides which runs (:func:`_algorithm`, the
+one decision), runs oneDNN's primitive when it is chosen and records every run.
+
+oneDNN runs a call when the arrays are float32 ndarrays, oneDNN is available and not
+pinned away (``prefer("numpy")``), the result is large enough to pay for the call, and
+the layouts fit:
+
+* an activation: the input dense in any order of its dims (NCHW, channels-last), its
+  gradient (backward) in the same layout; the result takes that layout;
+* a binary operation: both operands dense with the same strides, or the second (the
+  first for ``+`` and ``*``, which commute bit for bit) a number or a C-contiguous
+  array broadcast over the other, which is dense; the result takes the full operand's
+  layout.  Each result is one IEEE float32 operation, bit for bit NumPy's.
+
+Anything else (float64, dask arrays, small arrays, other layouts and broadcasts, a case
+oneDNN runs only with its reference code) runs the NumPy reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import onednn
+from .layouts import is_dense
+from .onednn import eltwise as _dnnl
+from .onednn._plan import _normalized
+from .parallel import num_threads
+from .registry import family
+
+__all__ = ["ACTIVATIONS", "ELTWISE", "MIN_BINARY_SIZE", "MIN_ONEDNN_SIZE",
+           "MIN_PIECEWISE_SIZE", "activation", "activation_grad",
+           "binary"]
+
+#: the eltwise family: ``prefer("numpy")`` pins the Functions' NumPy code
+ELTWISE = family("eltwise", ("onednn", "numpy"))
+
+#: Below these many result elements NumPy runs.  A oneDNN call costs 25-100 us from
+#: Python (ctypes, the plan's context, the profiler event); measured on this 2-core
+#: machine, one thread each, medians (the machine was shared: +-50%):
+#: * binary (add: NumPy 38 us at 65536 elements, 90 us at 262144, oneDNN 126 and 213 us;
+#:   at 8M both 2-2.5 ms single-threaded): oneDNN pays for its threads only when large;
+#: * piecewise-linear forward (relu at 262144: NumPy 227 us, oneDNN 164 us);
+#: * every backward and every smooth forward (sigmoid at 8192: NumPy 81 us, oneDNN 62 us;
+#:   relu's backward mask is 2-3 ns an element in NumPy).
+MIN_BINARY_SIZE = 1 << 20
+MIN_PIECEWISE_SIZE = 1 << 18
+MIN_ONEDNN_SIZE = 1 << 13
+_PIECEWISE = ("leaky_relu",)
+
+#: activation name -> (forward algorithm, backward algorithm): the backward reads the
+#: forward's input, or its output for the ``*_use_dst_for_bwd`` algorithms (the
+#: Function's ``reads`` says which)
+ACTIVATIONS = {
+    # oneDNN's relu and clip lose NaN (vmaxps returns its second operand, 0 or the
+    # bound; NumPy and torch return NaN): their forwards stay on NumPy (np.maximum runs at
+    # memory speed anyway, 1.6-2.2 ms on 8M elements against oneDNN's 1.5-1.6 ms)
+    "relu": (None, "relu_use_dst_for_bwd"),            # reads the output
+    "leaky_relu": ("relu", "relu"),                    # alpha: the negative slope
+    "elu": ("elu", "elu"),                             # alpha
+    "sigmoid": ("logistic", "logistic_use_dst_for_bwd"),  # reads the output
+    "tanh": ("tanh", "tanh_use_dst_for_bwd"),          # reads the output
+    "silu": ("swish", "swish"),                        # alpha 1
+    "gelu": ("gelu_erf", "gelu_erf"),
+    "gelu_tanh": ("gelu_tanh", "gelu_tanh"),
+    "softplus": ("soft_relu", "soft_relu"),            # alpha: beta
+    "hardswish": ("hardswish", "hardswish"),           # alpha 1/6, beta 1/2
+}
+_F32 = np.dtype(np.float32)
+_WEAK = (int, float)  # Python numbers take the array's dtype (NumPy 2)
+
+
+def _algorithm(arrays: tuple, size: int, min_size: int) -> str:
+    """The one decision: "onednn" or "numpy" for a call on ``arrays`` (ndarrays) with a
+    result of ``size`` elements, where oneDNN pays from ``min_size``."""
+    pinned = ELTWISE.pinned()
+    if pinned == "numpy":
+        return "numpy"
+    if not all(type(a) is np.ndarray and a.dtype is _F32 and a.flags.aligned
+               for a in arrays):
+        return "numpy"  # float64 stays exact on NumPy; dask arrays are chunked there
+    if pinned != "onednn" and size < min_size:
+        return "numpy"
+    return "onednn" if onednn.available() else "numpy"
+
+
+def _elem(a: np.ndarray) -> tuple:
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+def activation(name: str, x: Any, reference: Callable[[], Any], alpha: float = 0.0,
+               beta: float = 0.0, supported: bool = True) -> Any:
+    """``f(x)`` for the activation ``name`` (:data:`ACTIVATIONS`) with oneDNN's ``alpha``
+    and ``beta``; ``reference()`` is the NumPy result; ``supported=False``: oneDNN's
+    formula differs from the reference for these parameters.  The result has ``x``'s
+    layout."""
+    with ELTWISE.record(f"{name}_forward", np.shape(x)) as rec:
+        least = MIN_PIECEWISE_SIZE if name in _PIECEWISE else MIN_ONEDNN_SIZE
+        alg = ACTIVATIONS[name][0]
+        if (alg and supported and _algorithm((x,), np.size(x), least) == "onednn"
+                and is_dense(x)):
+            n = x.size
+            plan = _dnnl.plan("forward", alg, ((n,), (n,)), ((1,), (1,)),
+                              num_threads(), alpha, beta)
+            if plan is not None:
+                rec.algorithm = "onednn"
+                return plan.run(x=x, out=np.empty_like(x))
+        rec.algorithm = "numpy"
+        return reference()
+
+
+def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
+                    alpha: float = 0.0, beta: float = 0.0, supported: bool = True) -> Any:
+    """``g f'(x)`` for the activation ``name``, ``x`` its input (its output where the
+    backward algorithm reads the output); ``reference`` and ``supported`` as for
+    :func:`activation`."""
+    with ELTWISE.record(f"{name}_backward", np.shape(x)) as rec:
+        if (supported and _algorithm((g, x), np.size(x), MIN_ONEDNN_SIZE) == "onednn"
+                and g.shape == x.shape and g.strides == x.strides and is_dense(x)):
+            n = x.size
+            plan = _dnnl.plan("backward", ACTIVATIONS[name][1], ((n,),) * 3, ((1,),) * 3,
+                              num_threads(), alpha, beta)
+            if plan is not None:
+                rec.algorithm = "onednn"
+                return plan.run(g=g, x=x, out=np.empty_like(x))
+        rec.algorithm = "numpy"
+        return reference()
+
+
+def binary(op: str, a: Any, b: Any, reference: Callable[[], Any]) -> Any:
+    """``a op b`` (``op`` one of add, sub, mul, div) with NumPy's broadcasting;
+    ``reference()`` is the NumPy result."""
+    with ELTWISE.record(op, np.shape(a), np.shape(b)) as rec:
+        if type(b) in _WEAK or (isinstance(b, np.generic) and b.dtype is _F32):
+            b = np.array(b, dtype=np.float32)
+        if type(a) in _WEAK and op in ("add", "mul"):
+            a, b = b, np.array(a, dtype=np.float32)
+        if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                and _algorithm((a, b), max(a.size, b.size), MIN_BINARY_SIZE) == "onednn"):
+            if a.shape != b.shape and a.size < b.size and op in ("add", "mul"):
+                a, b = b, a  # IEEE addition and multiplication commute exactly
+            plan = _binary_plan(op, a, b)
+            if plan is not None:
+                rec.algorithm = "onednn"
+                return plan.run(a=a, b=b, out=np.empty_like(a))
+        rec.algorithm = "numpy"
+        return reference()
+
+
+def _binary_plan(op: str, a: np.ndarray, b: np.ndarray):
+    """The oneDNN plan for ``a op b`` with ``a`` the full operand, or ``None``."""
+    if not is_dense(a):
+        return None
+    if a.shape == b.shape and a.strides == b.strides:  # one layout: flat
+        n = a.size
+        return _dnnl.plan("binary", op, ((n,),) * 3, ((1,),) * 3, num_threads())
+    if b.ndim > a.ndim or not b.flags.c_contiguous:
+        return None
+    b_shape = (1,) * (a.ndim - b.ndim) + b.shape
+    if any(m != 1 and m != n for m, n in zip(b_shape, a.shape)):
+        return None  # a would broadcast too (NumPy's result is larger than a)
+    if b.size == 1:  # a number: flat
+        n = a.size
+        return _dnnl.plan("binary", op, ((n,), (1,), (n,)), ((1,),) * 3, num_threads())
+    b_strides, acc = [0] * len(b_shape), 1
+    for d in range(len(b_shape) - 1, -1, -1):
+        b_strides[d] = acc
+        acc *= b_shape[d]
+    a_strides = _normalized(a.shape, _elem(a))  # size-1 dims: the dense layout's strides
+    return _dnnl.plan("binary", op, (a.shape, b_shape, a.shape),
+                      (a_strides, tuple(b_strides), a_strides), num_threads())

@@ -1,0 +1,257 @@
+"""The eltwise kernel family (activations and + - * on oneDNN or NumPy): oracles are torch
+in float64 (values, gradients: float32 error within 2x torch's own float32 error) and
+NumPy itself (binary results bit for bit); the profiler says which algorithm ran."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+
+import convgrad as cg
+import convgrad.functional as F
+from convgrad.ops import onednn_available, prefer
+from convgrad.ops.eltwise import MIN_BINARY_SIZE, MIN_PIECEWISE_SIZE
+from convgrad.ops.layouts import empty, is_channels_last
+
+needs_onednn = pytest.mark.skipif(not onednn_available(), reason="oneDNN unavailable")
+ROUNDING = 2.0 ** -23
+SHAPE = (2, 16, 96, 96)  # above the thresholds of activations
+BIG = (4, 16, 128, 128)  # and of binary operations
+assert np.prod(SHAPE) >= MIN_PIECEWISE_SIZE and np.prod(BIG) >= MIN_BINARY_SIZE
+
+# name -> (convgrad, torch)
+ACTIVATIONS = {
+    "relu": (F.relu, TF.relu),
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.2), lambda x: TF.leaky_relu(x, 0.2)),
+    "elu": (lambda x: F.elu(x, 0.7), lambda x: TF.elu(x, 0.7)),
+    "sigmoid": (F.sigmoid, torch.sigmoid),
+    "tanh": (F.tanh, torch.tanh),
+    "silu": (F.silu, TF.silu),
+    "gelu": (F.gelu, TF.gelu),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"),
+                  lambda x: TF.gelu(x, approximate="tanh")),
+    "softplus": (lambda x: F.softplus(x, beta=2.0), lambda x: TF.softplus(x, beta=2.0)),
+    "hardswish": (F.hardswish, TF.hardswish),
+}
+
+
+def array(shape: tuple, layout: str, seed: int = 0, scale: float = 3.0) -> np.ndarray:
+    values = scale * np.random.default_rng(seed).standard_normal(shape, dtype=np.float32)
+    out = empty(shape, channels_last=layout == "channels_last")
+    out[...] = values
+    return out
+
+
+def rel_err(a, ref) -> float:
+    a, r = np.asarray(a, np.float64), np.asarray(ref, np.float64)
+    return float(np.abs(a - r).max() / np.abs(r).max())
+
+
+def check_accuracy(what: str, ours, t32, t64) -> None:
+    ours_err, torch_err = rel_err(ours, t64), rel_err(t32, t64)
+    assert ours_err <= 2 * max(torch_err, ROUNDING), (what, ours_err, torch_err)
+
+
+def run(fn, x: np.ndarray, g: np.ndarray):
+    t = cg.Tensor(x, requires_grad=True)
+    with cg.profile() as prof:
+        y = fn(t)
+        y.backward(cg.Tensor(g))
+    algs = {e.name: e.algorithm for e in prof.of("eltwise")}
+    return y.data, t.grad.data, algs
+
+
+def torch_run(fn, x: np.ndarray, g: np.ndarray, dtype):
+    t = torch.tensor(np.ascontiguousarray(x), dtype=dtype, requires_grad=True)
+    y = fn(t)
+    y.backward(torch.tensor(np.ascontiguousarray(g), dtype=dtype))
+    return y.detach().numpy(), t.grad.numpy()
+
+
+@needs_onednn
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_activation_on_onednn_matches_torch(name, layout):
+    ours_fn, torch_fn = ACTIVATIONS[name]
+    x, g = array(SHAPE, layout), array(SHAPE, layout, seed=1, scale=1.0)
+    y, gx, algs = run(ours_fn, x, g)
+    # relu's forward stays on NumPy (oneDNN's relu(nan) is 0)
+    assert algs[f"{name}_forward"] == ("numpy" if name == "relu" else "onednn"), algs
+    assert algs[f"{name}_backward"] == "onednn", algs
+    assert is_channels_last(y) == (layout == "channels_last")
+    assert is_channels_last(gx) == (layout == "channels_last")
+    y32, g32 = torch_run(torch_fn, x, g, torch.float32)
+    y64, g64 = torch_run(torch_fn, x, g, torch.float64)
+    check_accuracy(f"{name} forward", y, y32, y64)
+    check_accuracy(f"{name} backward", gx, g32, g64)
+
+
+@needs_onednn
+@pytest.mark.parametrize("name", ["relu", "leaky_relu"])
+def test_piecewise_linear_activations_are_bitwise_numpy(name):
+    x, g = array(SHAPE, "channels_last"), array(SHAPE, "channels_last", seed=1)
+    x.reshape(-1)[:4] = [0.0, -0.0, np.inf, -np.inf]
+    y, gx, algs = run(ACTIVATIONS[name][0], x, g)
+    with prefer("numpy"):
+        y_ref, gx_ref, ref_algs = run(ACTIVATIONS[name][0], x, g)
+    assert algs[f"{name}_backward"] == "onednn" and set(ref_algs.values()) == {"numpy"}
+    assert y.tobytes() == y_ref.tobytes()
+    # equal values; oneDNN's gradient is g * 0 where the mask is off: -0.0 for g < 0
+    assert np.array_equal(gx, gx_ref)
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_float64_and_small_arrays_stay_on_numpy(name):
+    ours_fn, torch_fn = ACTIVATIONS[name]
+    x64, g64 = array(SHAPE, "channels_last").astype(np.float64), array(SHAPE, "nchw", 1)
+    y, gx, algs = run(ours_fn, x64, g64.astype(np.float64))
+    assert set(algs.values()) == {"numpy"}, algs
+    ty, tg = torch_run(torch_fn, x64, g64, torch.float64)
+    np.testing.assert_allclose(y, ty, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(gx, tg, rtol=1e-11, atol=1e-12)
+    small = array((3, 5, 7), "nchw")  # odd and below the threshold
+    _, _, algs = run(ours_fn, small, np.ones_like(small))
+    assert set(algs.values()) == {"numpy"}, algs
+
+
+@needs_onednn
+@pytest.mark.parametrize("name", sorted(ACTIVATIONS))
+def test_pinned_onednn_runs_odd_shapes(name):
+    ours_fn, torch_fn = ACTIVATIONS[name]
+    x, g = array((3, 5, 7), "nchw"), array((3, 5, 7), "nchw", seed=1)
+    with prefer("onednn"):
+        y, gx, algs = run(ours_fn, x, g)
+    assert algs.pop("relu_forward", "numpy") == "numpy" and set(algs.values()) == {"onednn"}
+    y32, g32 = torch_run(torch_fn, x, g, torch.float32)
+    y64, g64 = torch_run(torch_fn, x, g, torch.float64)
+    check_accuracy(f"{name} forward", y, y32, y64)
+    check_accuracy(f"{name} backward", gx, g32, g64)
+
+
+@needs_onednn
+def test_nan_propagates_as_in_torch():
+    x = np.full(SHAPE, np.nan, np.float32)
+    for name, (ours, theirs) in ACTIVATIONS.items():
+        assert np.isnan(ours(cg.Tensor(x)).data).all(), name
+        assert np.isnan(theirs(torch.from_numpy(x)).numpy()).all(), name
+
+
+@needs_onednn
+def test_softplus_with_a_low_threshold_stays_on_numpy():
+    x = array(SHAPE, "nchw")
+    with cg.profile() as prof:
+        y = F.softplus(cg.Tensor(x), threshold=1.0)
+    assert [e.algorithm for e in prof.of("eltwise")] == ["numpy"]
+    np.testing.assert_allclose(y.data, TF.softplus(torch.tensor(x), threshold=1.0).numpy(),
+                               rtol=1e-6, atol=1e-6)
+
+
+@needs_onednn
+@pytest.mark.parametrize("name", ["relu", "silu", "gelu", "gelu_tanh", "elu", "sigmoid",
+                                  "hardswish"])
+def test_double_backward_stays_differentiable(name):
+    ours_fn, torch_fn = ACTIVATIONS[name]
+    x = array(SHAPE, "channels_last", scale=2.0).astype(np.float64)[:1, :2]
+    x = np.ascontiguousarray(x).astype(np.float32)
+    x = np.tile(x, (2, 8, 1, 1))  # SHAPE again: above the thresholds
+    t = cg.Tensor(x, requires_grad=True)
+    (gx,) = cg.autograd.grad((ours_fn(t) * t).sum(), (t,), create_graph=True)
+    (ggx,) = cg.autograd.grad((gx * gx).sum(), (t,))
+    tt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+    (tgx,) = torch.autograd.grad((torch_fn(tt) * tt).sum(), tt, create_graph=True)
+    (tggx,) = torch.autograd.grad((tgx * tgx).sum(), tt)
+    np.testing.assert_allclose(gx.data, tgx.detach().numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(ggx.data, tggx.numpy(), rtol=1e-3, atol=1e-4)
+
+
+# -- binary operations ------------------------------------------------------------------
+
+def special(shape: tuple, layout: str, seed: int) -> np.ndarray:
+    a = array(shape, layout, seed)
+    flat = a.reshape(-1) if a.flags.c_contiguous else a.transpose(0, 2, 3, 1).reshape(-1)
+    flat[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -3e-39, 3e38]
+    return a
+
+
+OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b}
+
+
+def binary(op: str, a, b):
+    with cg.profile() as prof:
+        out = OPS[op](cg.Tensor(a) if isinstance(a, np.ndarray) else a,
+                      cg.Tensor(b) if isinstance(b, np.ndarray) else b)
+    return out.data, [e.algorithm for e in prof.of("eltwise")]
+
+
+@needs_onednn
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+@pytest.mark.parametrize("op", sorted(OPS))
+@pytest.mark.parametrize("other", ["same", "channel", "number", "float32 number", "row"])
+def test_binary_on_onednn_is_bitwise_numpy(op, other, layout):
+    a = special(BIG, layout, 0)
+    b = {"same": lambda: special(BIG, layout, 1),
+         "channel": lambda: special((1, BIG[1], 1, 1), "nchw", 2),
+         "number": lambda: 0.1,
+         "float32 number": lambda: np.float32(-2.5),
+         "row": lambda: special((1, 1, 1, BIG[3]), "nchw", 3)[0]}[other]()
+    with np.errstate(all="ignore"):
+        out, algs = binary(op, a, b)
+        expected = OPS[op](a, b)
+    assert algs == ["onednn"]
+    assert out.dtype == expected.dtype == np.float32
+    assert out.tobytes(order="A") == expected.tobytes(order="A")
+    assert out.strides == a.strides
+    if op != "sub" and isinstance(b, np.ndarray) and b.shape != a.shape:  # b op a: swapped
+        with np.errstate(all="ignore"):
+            out, algs = binary(op, b, a)
+        assert algs == ["onednn"] and out.tobytes(order="A") == expected.tobytes(order="A")
+
+
+@needs_onednn
+def test_binary_falls_back_where_numpy_differs_or_pays():
+    a = array(BIG, "channels_last")
+    cases = [
+        (a.astype(np.float64), 0.5),                            # float64
+        (a, a.astype(np.float64)),                              # mixed: float64
+        (np.ones((1, 16, 1, 1), np.float32), a),                # sub with a broadcast first
+        (a[:, :, ::2], array((4, 16, 64, 128), "nchw")),         # strided
+        (array((3, 5, 7), "nchw"), array((3, 5, 7), "nchw")),   # small
+        (array((1024, 1, 1, 32), "nchw"), array((1, 32, 32, 1), "nchw")),  # outer broadcast
+    ]
+    for x, y in cases:
+        out, algs = binary("sub", x, y)
+        assert algs == ["numpy"], (np.shape(x), np.shape(y))
+        assert out.tobytes() == (x - y).tobytes()
+    with prefer("numpy"):
+        _, algs = binary("mul", a, a)
+    assert algs == ["numpy"]
+
+
+@needs_onednn
+def test_binary_of_two_layouts_takes_the_first():
+    a, b = array(BIG, "channels_last"), array(BIG, "nchw", seed=1)
+    out, algs = binary("sub", a, b)  # the second operand C-contiguous: oneDNN
+    assert algs == ["onednn"] and out.strides == a.strides
+    assert out.tobytes(order="A") == (a - b).astype(np.float32, order="K").tobytes(order="A")
+    out, algs = binary("sub", b, a)  # the second channels-last: NumPy
+    assert algs == ["numpy"] and np.array_equal(out, b - a)
+
+
+@needs_onednn
+def test_residual_add_and_scale_gradients_match_torch():
+    x, r = array(BIG, "channels_last"), array(BIG, "channels_last", seed=1)
+    w = array((1, BIG[1], 1, 1), "nchw", seed=2)
+    tx, tr, tw = (cg.Tensor(v, requires_grad=True) for v in (x, r, w))
+    with cg.profile() as prof:
+        y = F.relu(tx * tw + tr)
+        y.backward(cg.Tensor(array(BIG, "channels_last", seed=3)))
+    ran = {(e.name, e.algorithm) for e in prof.of("eltwise")}
+    assert {("add", "onednn"), ("relu_backward", "onednn")} <= ran, ran
+    px, pr, pw = (torch.tensor(np.ascontiguousarray(v), requires_grad=True)
+                  for v in (x, r, w))
+    TF.relu(px * pw + pr).backward(torch.tensor(np.ascontiguousarray(
+        array(BIG, "channels_last", seed=3))))
+    for ours, theirs in ((tx, px), (tr, pr), (tw, pw)):
+        np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-4, atol=1e-4)
