@@ -1,4 +1,4 @@
-"""Conv + (leaky) ReLU in a Sequential run as one oneDNN primitive: same bits, less work."""
+"""Conv + LeakyReLU in a Sequential run as one oneDNN primitive: same bits, less work."""
 
 import numpy as np
 import pytest
@@ -41,14 +41,40 @@ def _run(model, x_np, unfused=False):
 def test_fused_equals_unfused_bit_for_bit_and_ran_fused(nd, slope, channels_last):
     model = nn.Sequential(CONVS[nd](6, 5, 3, padding=1, rng=1), _act(slope))
     x = _input(nd, channels_last=channels_last)
+    x[0, 1, 2] = np.nan  # a NaN must come through as the unfused pair lets it
     y, grads, algos = _run(model, x)
     y0, grads0, algos0 = _run(model, x, unfused=True)
-    assert np.array_equal(y, y0)
+    assert np.isnan(y0).any()
+    np.testing.assert_array_equal(y, y0)
     for g, g0 in zip(grads, grads0):
-        assert np.array_equal(g, g0)
+        np.testing.assert_array_equal(g, g0)
     if onednn_available():
-        assert algos[0].startswith("onednn") and algos[0].endswith("+relu"), algos
+        # a plain ReLU is not fused (oneDNN's ReLU post-op turns NaN into 0)
+        fused = algos[0].startswith("onednn") and algos[0].endswith("+relu")
+        assert fused == (slope > 0), algos
     assert not any(a.endswith("+relu") for a in algos0)
+
+
+@pytest.mark.skipif(not onednn_available(), reason="the post-op is oneDNN's")
+def test_the_kernel_keeps_nan_for_every_slope():
+    from convgrad.ops import ConvSpec
+    from convgrad.ops.kernels import conv_forward
+
+    x = _input(2)
+    x[0, 0, 3, 3] = np.nan
+    w = RNG.standard_normal((4, 6, 3, 3)).astype(np.float32)
+    spec = ConvSpec(stride=(1, 1), padding=((1, 1), (1, 1)), kernel_dilation=(1, 1),
+                    input_dilation=(1, 1))
+    y_shape = (2, 4, 7, 7)
+    plain = conv_forward(x, w, spec, y_shape)
+    for slope in (0.0, 0.1):
+        with cg.profile() as prof:
+            y = conv_forward(x, w, spec, y_shape, relu_slope=slope)
+        want = np.where(plain > 0, plain, plain * np.float32(slope)) if slope else \
+            np.maximum(plain, 0)
+        np.testing.assert_array_equal(y, want)
+        assert np.isnan(y).sum() == np.isnan(plain).sum() > 0
+        assert prof.of("conv")[0].algorithm.endswith("+relu") == (slope > 0)
 
 
 @pytest.mark.parametrize("slope", [0.0, 0.01])
@@ -104,7 +130,8 @@ def _fused_ran(model, x):
 @pytest.mark.skipif(not onednn_available(), reason="fusion is oneDNN's post-op")
 def test_nothing_observable_is_fused_away():
     x = _input(2)
-    model = nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.ReLU())
+    assert not _fused_ran(nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.ReLU()), x)
+    model = nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.LeakyReLU(0.2))
     assert _fused_ran(model, x)
     seen = []
     handle = model[0].register_forward_hook(lambda m, i, o: seen.append(o.shape))
@@ -119,19 +146,22 @@ def test_nothing_observable_is_fused_away():
         def forward(self, x):
             return super().forward(x) * 2.0
 
-    mine = nn.Sequential(MyConv(6, 5, 3, rng=2), nn.ReLU())
+    mine = nn.Sequential(MyConv(6, 5, 3, rng=2), nn.LeakyReLU(0.2))
     assert not _fused_ran(mine, x)
     leaky = nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.LeakyReLU(0.1))
     assert _fused_ran(leaky, x)
     leaky[1].negative_slope = -0.5  # read live: a negative slope is not fused
     assert not _fused_ran(leaky, x)
+    leaky[1].negative_slope = 0.0  # nor a zero one (a ReLU)
+    assert not _fused_ran(leaky, x)
+    leaky[1].negative_slope = -0.5
     y = leaky(cg.tensor(x)).data
     pre = leaky[0](cg.tensor(x)).data
     assert np.array_equal(y, np.where(pre > 0, pre, pre * np.float32(-0.5)))
 
 
 def test_an_in_place_edit_of_the_fused_output_is_refused():
-    model = nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.ReLU())
+    model = nn.Sequential(nn.Conv2d(6, 5, 3, rng=2), nn.LeakyReLU(0.2))
     y = model(cg.tensor(_input(2), requires_grad=True))
     y.mul_(2.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):

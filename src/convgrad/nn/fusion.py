@@ -1,11 +1,12 @@
 """Fusion: neighbouring layers of a ``Sequential`` that run as one kernel.
 
-A convolution (``Conv1d/2d/3d``) followed by ``ReLU`` or ``LeakyReLU`` (slope >= 0)
-runs as one oneDNN primitive with the activation as a post-op (``ConvReLU``): the
-activation costs no pass over memory of its own, and its backward reads the one saved
-output.  The pair is fused only where nobody can tell: neither module has hooks, and
-neither class overrides the ``forward`` the fusion stands for (a subclass's own
-``forward`` runs as written).  The fused result equals the unfused one bit for bit.
+A convolution (``Conv1d/2d/3d``) followed by ``LeakyReLU`` (slope > 0) runs as one
+oneDNN primitive with the activation as a post-op (``ConvReLU``): the activation costs
+no pass over memory of its own, and its backward reads the one saved output.  A plain
+``ReLU`` is not fused: oneDNN's ReLU post-op computes ``max(y, 0)``, which turns a NaN
+into 0 where torch keeps it.  The pair is fused only where nobody can tell: neither
+module has hooks, and neither class overrides the ``forward`` the fusion stands for (a
+subclass's own ``forward`` runs as written).  The fused result equals the unfused one bit for bit.
 
 Layers declare what they fuse by class attributes, so this module imports none of them:
 a convolution class sets ``fuses_relu_after = forward`` (the ``forward`` whose

@@ -308,7 +308,9 @@ def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple
         return None
     out = layouts.empty(out_shape, output_channels_last(pass_, lhs, out_shape))
     backend = None
-    if relu_slope is not None:  # the activation as a post-op, else the kernel applies it
+    # the activation as a post-op, else the kernel applies it; not a plain ReLU: oneDNN
+    # computes it as max(y, 0), which turns a NaN into 0 (a leaky ReLU keeps it)
+    if relu_slope is not None and relu_slope > 0:
         backend = onednn.plan_for(pass_, lhs, rhs, out, spec, bias=bias is not None,
                                   checked=False, relu_slope=relu_slope)
         if backend is not None:
