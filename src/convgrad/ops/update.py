@@ -67,13 +67,9 @@ def fma(out: np.ndarray, a: np.ndarray, b: Any, c: np.ndarray, scratch: Scratch)
     practice).  float64 is computed as ``a * b + c`` (two roundings).
     """
     t = scratch.take(0, out, np.float64)
-    if out.dtype == np.float32:
-        np.multiply(a, b, out=t, dtype=np.float64)
-        np.add(t, c, out=t)
-        np.copyto(out, t, casting="same_kind")
-    else:
-        np.multiply(a, b, out=t)
-        np.add(t, c, out=out)
+    np.multiply(a, b, out=t, dtype=np.float64)
+    # the sum in float64, rounded to out's dtype as the ufunc writes it (one pass)
+    np.add(t, c, out=out, dtype=np.float64, casting="same_kind")
     return out
 
 
