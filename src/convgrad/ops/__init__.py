@@ -10,6 +10,7 @@ from .heap import tune_malloc
 from .onednn import available as onednn_available
 from .registry import prefer
 from .spec import ConvSpec
+from . import update  # noqa: F401  (the optim family)
 
 tune_malloc()  # freed arrays stay in the heap between training steps (see .heap)
 

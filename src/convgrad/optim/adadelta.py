@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..tensor.args import flag as _flag
-from .optimizer import Optimizer, _fma, _number
+from ..ops import update
+from .optimizer import Optimizer, _number
 
 __all__ = ["Adadelta"]
 
@@ -34,21 +35,15 @@ class Adadelta(Optimizer):
             raise ValueError(f"Adadelta: rho={rho!r} must be in [0, 1]")
         _flag("Adadelta", "maximize", group["maximize"])
 
-    def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
-        dt = p.dtype.type
-        rho, eps = group["rho"], dt(group["eps"])
-        if not state:
-            state["step"] = 0
-            state["square_avg"] = np.zeros_like(p)
-            state["acc_delta"] = np.zeros_like(p)
-        state["step"] += 1
-        if group["weight_decay"] != 0:
-            grad = _fma(p, dt(group["weight_decay"]), grad)  # grad.add(p, alpha=wd)
-        s, u = state["square_avg"], state["acc_delta"]
-        s *= dt(rho)
-        s[...] = _fma(dt(1 - rho) * grad, grad, s)  # s.addcmul_(grad, grad, value=1 - rho)
-        std = np.sqrt(s + eps)
-        delta = np.sqrt(u + eps) / std * grad
-        u *= dt(rho)
-        u[...] = _fma(dt(1 - rho) * delta, delta, u)  # u.addcmul_(delta, delta, 1 - rho)
-        p[...] = _fma(delta, dt(-group["lr"]), p)  # p.add_(delta, alpha=-lr)
+    def _update(self, params: list[np.ndarray], grads: list[np.ndarray], states: list[dict],
+                group: dict) -> None:
+        arrays, hypers = [], []
+        for p, grad, state in zip(params, grads, states):
+            if not state:
+                state["step"] = 0
+                state["square_avg"] = np.zeros_like(p)
+                state["acc_delta"] = np.zeros_like(p)
+            state["step"] += 1
+            arrays.append((p, grad, state["square_avg"], state["acc_delta"]))
+            hypers.append((group["lr"], group["rho"], group["eps"], group["weight_decay"]))
+        update.step("adadelta", update.adadelta, arrays, hypers)

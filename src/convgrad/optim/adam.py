@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..tensor.args import flag as _flag
-from .optimizer import Optimizer, _betas, _fma, _lerp_, _number
+from ..ops import update
+from .optimizer import Optimizer, _betas, _number
 
 __all__ = ["Adam", "AdamW"]
 
@@ -39,38 +40,25 @@ class Adam(Optimizer):
         _flag(fn, "amsgrad", group["amsgrad"])
         _flag(fn, "maximize", group["maximize"])
 
-    def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
-        dt = p.dtype.type
+    def _update(self, params: list[np.ndarray], grads: list[np.ndarray], states: list[dict],
+                group: dict) -> None:
         beta1, beta2 = group["betas"]
-        lr, wd = group["lr"], group["weight_decay"]
-        if not state:
-            state["step"] = 0
-            state["exp_avg"] = np.zeros_like(p)
-            state["exp_avg_sq"] = np.zeros_like(p)
-            if group["amsgrad"]:
-                state["max_exp_avg_sq"] = np.zeros_like(p)
-        state["step"] += 1
-        step, m, v = state["step"], state["exp_avg"], state["exp_avg_sq"]
-        if wd != 0:
-            if self._decoupled:
-                p *= dt(1 - lr * wd)
-            else:
-                grad = _fma(p, dt(wd), grad)  # grad.add(p, alpha=wd)
-        _lerp_(m, grad, 1 - beta1)
-        v *= dt(beta2)
-        v[...] = _fma(dt(1 - beta2) * grad, grad, v)  # v.addcmul_(grad, grad, value=1 - beta2)
-        bias_correction1 = 1 - beta1**step
-        bias_correction2 = 1 - beta2**step
-        step_size = lr / bias_correction1
-        if group["amsgrad"]:
-            v_max = state.get("max_exp_avg_sq")
-            if v_max is None:  # amsgrad switched on after the first steps
-                v_max = state["max_exp_avg_sq"] = np.zeros_like(p)
-            np.maximum(v_max, v, out=v_max)
-            v = v_max
-        denom = np.sqrt(v) / dt(bias_correction2**0.5)
-        denom += dt(group["eps"])
-        p += dt(-step_size) * m / denom  # p.addcdiv_(m, denom, value=-step_size)
+        arrays, hypers = [], []
+        for p, grad, state in zip(params, grads, states):
+            if not state:
+                state["step"] = 0
+                state["exp_avg"] = np.zeros_like(p)
+                state["exp_avg_sq"] = np.zeros_like(p)
+            state["step"] += 1
+            v_max = None
+            if group["amsgrad"]:  # also when amsgrad is switched on after the first steps
+                v_max = state.get("max_exp_avg_sq")
+                if v_max is None:
+                    v_max = state["max_exp_avg_sq"] = np.zeros_like(p)
+            arrays.append((p, grad, state["exp_avg"], state["exp_avg_sq"], v_max))
+            hypers.append((group["lr"], beta1, beta2, group["eps"], group["weight_decay"],
+                           self._decoupled, state["step"]))
+        update.step(type(self).__name__.lower(), update.adam, arrays, hypers)
 
 
 class AdamW(Adam):

@@ -1,10 +1,11 @@
-"""The optimiser base class (parameter groups, state, saving and resuming), and the rounding
-helpers of the updates.
+"""The optimiser base class (parameter groups, state, saving and resuming), and the checks
+of the hyper-parameters.
 
-Each update is written in the same order of floating-point operations as torch's
+Each update rule lives in :mod:`convgrad.ops.update` (which runs it in cache-sized chunks
+on the thread pool), written in the same order of floating-point operations as torch's
 single-tensor CPU implementation, in the parameter's dtype with Python-float
 hyper-parameters rounded to that dtype.  Where torch's vectorised CPU kernels fuse a
-multiply-add (``add(..., alpha=)``, ``lerp``, ``addcmul``), :func:`_fma` rounds once
+multiply-add (``add(..., alpha=)``, ``lerp``, ``addcmul``), the rule rounds once
 too (exactly, for float32, through float64).  On an AVX2/AVX512 machine SGD then
 agrees with torch bit for bit in float32; Adam and RMSprop within an ulp or so (torch's
 float32 ``sqrt`` on CPU is not correctly rounded).  Parameters are updated in place
@@ -118,6 +119,7 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         for g in self.param_groups:
+            params, grads, states = [], [], []
             for p in g["params"]:
                 if p.grad is None:
                     continue
@@ -128,11 +130,19 @@ class Optimizer:
                 grad = grad.astype(p.data.dtype, copy=False)
                 if g.get("maximize", False):
                     grad = -grad
-                self._update(p.data, grad, self.state.setdefault(p, {}), g)
-                _bump_version(p.data)  # as torch: a graph that saved p now refuses backward
+                params.append(p.data)
+                grads.append(grad)
+                states.append(self.state.setdefault(p, {}))
+            if params:
+                self._update(params, grads, states, g)
+            for p in params:
+                _bump_version(p)  # as torch: a graph that saved p now refuses backward
         return loss
 
-    def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
+    def _update(self, params: list[np.ndarray], grads: list[np.ndarray], states: list[dict],
+                group: dict) -> None:
+        """Update the parameters of one group in place (one :func:`convgrad.ops.update.step`
+        for all of them)."""
         raise NotImplementedError
 
     # -- saving and resuming
@@ -259,32 +269,6 @@ def _cast_state(value: Any, p: Tensor, where: str, name: str) -> Any:
     if value.dtype.kind == "f" and value.shape != p.shape:
         raise ValueError(f"{where} has shape {value.shape}, its parameter {p.shape}")
     return value.astype(p.dtype) if value.dtype.kind == "f" else value.copy()
-
-
-# ----------------------------------------------------------------------------- rounding
-def _fma(a: np.ndarray, b: Any, c: np.ndarray) -> np.ndarray:
-    """``a * b + c`` rounded once, like a fused multiply-add (``b`` may be a scalar).
-
-    float32 operands are exact in float64, and so is their product; the sum is then
-    rounded to float64 and float32 (a double rounding that differs from a true fused
-    operation only when the float64 sum lands exactly on a float32 tie: never, in
-    practice).  float64 is computed as ``a * b + c`` (two roundings).
-    """
-    if c.dtype == np.float32:
-        return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + c).astype(np.float32)
-    return a * b + c
-
-
-def _lerp_(start: np.ndarray, end: np.ndarray, weight: float) -> None:
-    """``start.lerp_(end, weight)`` in place, with torch's two fused branches:
-    ``start + w * (end - start)`` for ``|w| < 0.5``, else ``end - (1 - w) * (end - start)``."""
-    dt = start.dtype.type
-    w = dt(weight)
-    diff = end - start
-    if abs(w) < 0.5:
-        start[...] = _fma(diff, w, start)
-    else:
-        start[...] = _fma(diff, w - dt(1), end)
 
 
 def _number(fn: str, name: str, value: Any, low: float = 0.0) -> float:

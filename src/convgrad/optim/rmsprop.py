@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..tensor.args import flag as _flag
-from .optimizer import Optimizer, _fma, _lerp_, _number
+from ..ops import update
+from .optimizer import Optimizer, _number
 
 __all__ = ["RMSprop"]
 
@@ -35,33 +36,19 @@ class RMSprop(Optimizer):
         _flag("RMSprop", "centered", group["centered"])
         _flag("RMSprop", "maximize", group["maximize"])
 
-    def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
-        dt = p.dtype.type
-        alpha, momentum = group["alpha"], group["momentum"]
-        if not state:
-            state["step"] = 0
-            state["square_avg"] = np.zeros_like(p)
-            if momentum > 0:
-                state["momentum_buffer"] = np.zeros_like(p)
-            if group["centered"]:
-                state["grad_avg"] = np.zeros_like(p)
-        state["step"] += 1
-        if group["weight_decay"] != 0:
-            grad = _fma(p, dt(group["weight_decay"]), grad)  # grad.add(p, alpha=wd)
-        s = state["square_avg"]
-        s *= dt(alpha)
-        s[...] = _fma(dt(1 - alpha) * grad, grad, s)  # s.addcmul_(grad, grad, value=1 - alpha)
-        if group["centered"]:
-            a = state.setdefault("grad_avg", np.zeros_like(p))
-            _lerp_(a, grad, 1 - alpha)
-            avg = np.sqrt(_fma(-a, a, s))  # s.addcmul(a, a, value=-1).sqrt_()
-        else:
-            avg = np.sqrt(s)
-        avg += dt(group["eps"])
-        if momentum > 0:
-            buf = state.setdefault("momentum_buffer", np.zeros_like(p))
-            buf *= dt(momentum)
-            buf += grad / avg  # buf.addcdiv_(grad, avg)
-            p[...] = _fma(buf, dt(-group["lr"]), p)  # p.add_(buf, alpha=-lr)
-        else:
-            p += dt(-group["lr"]) * grad / avg  # p.addcdiv_(grad, avg, value=-lr)
+    def _update(self, params: list[np.ndarray], grads: list[np.ndarray], states: list[dict],
+                group: dict) -> None:
+        momentum = group["momentum"]
+        arrays, hypers = [], []
+        for p, grad, state in zip(params, grads, states):
+            if not state:
+                state["step"] = 0
+                state["square_avg"] = np.zeros_like(p)
+            state["step"] += 1
+            a = state.setdefault("grad_avg", np.zeros_like(p)) if group["centered"] else None
+            buf = (state.setdefault("momentum_buffer", np.zeros_like(p)) if momentum > 0
+                   else None)
+            arrays.append((p, grad, state["square_avg"], a, buf))
+            hypers.append((group["lr"], group["alpha"], group["eps"], group["weight_decay"],
+                           momentum))
+        update.step("rmsprop", update.rmsprop, arrays, hypers)

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..tensor.args import flag as _flag
-from .optimizer import Optimizer, _fma, _number
+from ..ops import update
+from .optimizer import Optimizer, _number
 
 __all__ = ["SGD"]
 
@@ -40,23 +41,16 @@ class SGD(Optimizer):
                              f"momentum={group['momentum']!r}, "
                              f"dampening={group['dampening']!r}")
 
-    def _update(self, p: np.ndarray, grad: np.ndarray, state: dict, group: dict) -> None:
-        dt = p.dtype.type
-        wd, momentum, dampening = group["weight_decay"], group["momentum"], group["dampening"]
-        if wd != 0:
-            grad = _fma(p, dt(wd), grad)  # grad.add(p, alpha=wd)
-        if momentum != 0:
-            buf = state.get("momentum_buffer")
-            if buf is None:
-                buf = state["momentum_buffer"] = np.array(grad, copy=True)
-            else:
-                buf *= dt(momentum)
-                if dampening == 0:
-                    buf += grad
-                else:  # buf.add_(grad, alpha=1 - dampening)
-                    buf[...] = _fma(grad, dt(1 - dampening), buf)
-            if group["nesterov"]:
-                grad = _fma(buf, dt(momentum), grad)  # grad.add(buf, alpha=momentum)
-            else:
-                grad = buf
-        p[...] = _fma(grad, dt(-group["lr"]), p)  # p.add_(grad, alpha=-lr)
+    def _update(self, params: list[np.ndarray], grads: list[np.ndarray], states: list[dict],
+                group: dict) -> None:
+        momentum = group["momentum"]
+        arrays, hypers = [], []
+        for p, grad, state in zip(params, grads, states):
+            buf = state.get("momentum_buffer") if momentum != 0 else None
+            first = momentum != 0 and buf is None
+            if first:
+                buf = state["momentum_buffer"] = np.empty_like(p)
+            arrays.append((p, grad, buf))
+            hypers.append((group["lr"], group["weight_decay"], momentum, group["dampening"],
+                           group["nesterov"], first))
+        update.step("sgd", update.sgd, arrays, hypers)
