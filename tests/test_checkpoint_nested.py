@@ -69,6 +69,9 @@ def _same(a, b, where="obj"):
 
 @pytest.fixture
 def no_pickle(monkeypatch):
+    import convgrad.serialization  # noqa: F401  (loaded before pickle is taken away: its
+    # torch reader subclasses pickle.Unpickler, to admit nothing but tensors)
+
     def forbidden(*args, **kwargs):
         raise AssertionError("pickle was used while loading")
 

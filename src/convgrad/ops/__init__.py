@@ -1,16 +1,17 @@
-"""Convolution kernels on ndarrays: one general N-d convolution and its split backward.
+"""Kernels on ndarrays, by family (see :mod:`.registry`): one general N-d convolution
+and its split backward, elementwise operations, optimiser updates, ...
 
 ``conv_forward``, ``conv_input_grad``, ``conv_weight_grad`` and ``conv_bias_grad``
-are the only places in convgrad that do convolution arithmetic.
+are the only places in convgrad that do convolution arithmetic.  Importing the package
+declares every kernel family (``prefer`` checks names against them).
 """
 
-from . import eltwise  # noqa: F401 (declares the eltwise family)
+from . import eltwise, update  # noqa: F401 (each declares its kernel family)
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
 from .heap import tune_malloc
 from .onednn import available as onednn_available
 from .registry import prefer
 from .spec import ConvSpec
-from . import update  # noqa: F401  (the optim family)
 
 tune_malloc()  # freed arrays stay in the heap between training steps (see .heap)
 

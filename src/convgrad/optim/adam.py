@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor.args import flag as _flag
 from ..ops import update
+from ..tensor.args import flag as _flag
 from .optimizer import Optimizer, _betas, _number
 
 __all__ = ["Adam", "AdamW"]

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor.args import flag as _flag
 from ..ops import update
+from ..tensor.args import flag as _flag
 from .optimizer import Optimizer, _number
 
 __all__ = ["SGD"]
