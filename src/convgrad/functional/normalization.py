@@ -17,10 +17,10 @@ import numpy as np
 from ..ops import reduction
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _number
-from ..tensor.normalization import Standardize
+from ..tensor.normalization import BatchNorm, BatchNormReLU, Standardize
 from ..tensor.normalization import moments as _moments
 
-__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
+__all__ = ["batch_norm", "batch_norm_relu", "group_norm", "instance_norm", "layer_norm"]
 
 
 def _state(fn: str, name: str, value: Any, c: int) -> np.ndarray | None:
@@ -96,11 +96,11 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
         if count <= 1:
             raise ValueError(f"{fn}: expected more than 1 value per channel when training, "
                              f"got input of shape {x.shape}")
-        dims = (0,) + tuple(range(2, x.ndim))
-        mu, var = _moments(x.data, dims)
-        y = Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var)
-        _update(rm, momentum, mu.reshape(c))
-        _update(rv, momentum, var.reshape(c) * (count / (count - 1)))
+        stats: dict = {}
+        y = BatchNorm.apply(x, weight, bias, eps=eps, stats=stats)
+        _update(rm, momentum, stats["mean"])
+        _update(rv, momentum, stats["var"] * (count / (count - 1)))
+        return y
     else:
         if rm is None or rv is None:
             raise ValueError(f"{fn}: running_mean and running_var are required when "
@@ -108,6 +108,30 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
         inv = (1.0 / np.sqrt(rv + eps)).astype(x.dtype, copy=False).reshape(shape)
         y = (x - rm.astype(x.dtype, copy=False).reshape(shape)) * inv
     return _affine(y, weight, bias, shape)
+
+
+def batch_norm_relu(input: Any, running_mean: Any, running_var: Any, weight: Any = None,
+                    bias: Any = None, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """``relu(batch_norm(input, ..., training=True))`` as one fused kernel (an internal
+    entry point for callers that fuse the pair; the result and gradients are those of the
+    two calls)."""
+    fn = "batch_norm_relu"
+    x = _channels_input(fn, input)
+    c = x.shape[1]
+    eps = _number(fn, "eps", eps, low=0.0)
+    momentum = _number(fn, "momentum", momentum, low=0.0)
+    rm, rv = (_state(fn, "running_mean", running_mean, c),
+              _state(fn, "running_var", running_var, c))
+    weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
+    count = x.data.size // c if c else 0
+    if count <= 1:
+        raise ValueError(f"{fn}: expected more than 1 value per channel when training, "
+                         f"got input of shape {x.shape}")
+    stats: dict = {}
+    y = BatchNormReLU.apply(x, weight, bias, eps=eps, stats=stats)
+    _update(rm, momentum, stats["mean"])
+    _update(rv, momentum, stats["var"] * (count / (count - 1)))
+    return y
 
 
 def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,

@@ -1,0 +1,183 @@
+"""The ``norm`` kernel family: batch normalization on ndarrays, forward and backward.
+
+One decision (:func:`_plan`) picks the algorithm of each call: ``onednn`` (oneDNN's batch
+normalization primitive, :mod:`.onednn.norm`) for float32 arrays in NCHW or channels-last
+memory where it meets torch's accuracy, else ``numpy``, the reference (exact in float64).
+
+* statistics (:func:`batch_stats`): always the accurate sums of :mod:`.reduction` (two
+  passes, never E[x^2] - E[x]^2); oneDNN's own float32 statistics were 100-700x less
+  accurate than torch's (see :mod:`.onednn.norm`), so they are handed to it;
+* forward (:func:`batch_norm_forward`): ``y = (x - mean) (var + eps)^-1/2 w + b``, with a
+  fused ReLU on request (oneDNN then writes a bit mask its backward reads);
+* backward (:func:`batch_norm_backward`): with ``xh = (x - mean) inv``,
+  ``gb = sum g``, ``gw = sum g xh``, ``gx = w inv (g - gb/n - xh gw/n)`` (the batch
+  statistics differentiated), only the gradients asked for.
+
+Outputs have the input's memory layout (:mod:`.layouts`).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from . import layouts, reduction
+from .onednn import _library as L
+from .onednn.norm import NormPlan, batch_norm_plan
+from .registry import family
+
+__all__ = ["NORM", "batch_norm_backward", "batch_norm_forward", "batch_stats"]
+
+#: the normalisation family: ``prefer("onednn")`` / ``prefer("numpy")`` pin it
+NORM = family("norm", ("onednn", "numpy"))
+_F32 = np.dtype(np.float32)
+
+
+def _channels_last(x: np.ndarray) -> bool | None:
+    """True for channels-last, False for C-contiguous memory, None for anything else."""
+    if layouts.is_channels_last(x):
+        return True
+    return False if x.flags.c_contiguous and x.flags.aligned else None
+
+
+def _plan(pass_name: str, x: np.ndarray, flags: int, eps: float) -> NormPlan | None:
+    """The oneDNN plan for this call, or None: the NumPy reference runs it."""
+    pinned = NORM.pinned()
+    if pinned == "numpy" or x.dtype is not _F32 or x.ndim < 2:
+        return None
+    layout = _channels_last(x)
+    if layout is None:  # a strided view: the reference reads it as it is
+        return None
+    if pass_name == "backward" and not layout and pinned != "onednn":
+        # oneDNN's NCHW backward sums in float32 sequentially: gx off by 7e-7..1.3e-5
+        # relative on (32, 16, 8, 8)..(8, 64, 128, 128), torch's by 1.1e-7..1.5e-7; its
+        # channels-last kernel matched torch's own error (3e-6 / 2.9e-6, 5.8e-6 / 5.8e-6)
+        return None
+    plan = batch_norm_plan(pass_name, x.shape, layout, flags, eps)
+    return plan if isinstance(plan, NormPlan) else None
+
+
+def _flags(weight, bias, relu: bool) -> int:
+    return ((L.USE_SCALE if weight is not None else 0) | (L.USE_SHIFT if bias is not None else 0)
+            | (L.FUSE_NORM_RELU if relu else 0))
+
+
+def _stat(v: np.ndarray | None, dtype) -> np.ndarray | None:
+    return None if v is None else np.ascontiguousarray(v, dtype=dtype).reshape(-1)
+
+
+def _bcast(v: np.ndarray, ndim: int) -> np.ndarray:
+    return v.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-channel mean and biased variance of ``x`` (N, C, *) over every other dim, as
+    (C,) arrays of x's dtype: the accurate sums, two passes."""
+    dims = (0, *range(2, x.ndim))
+    n = prod(x.shape[d] for d in dims)
+    mean = reduction.total(x, axis=dims, keepdims=True) / x.dtype.type(n)
+    d = x - mean
+    np.multiply(d, d, out=d)
+    var = reduction.total(d, axis=dims) / x.dtype.type(n)
+    return mean.reshape(-1).astype(x.dtype, copy=False), var.astype(x.dtype, copy=False)
+
+
+def batch_norm_forward(x: np.ndarray, mean: np.ndarray, var: np.ndarray,
+                       weight: np.ndarray | None, bias: np.ndarray | None, eps: float,
+                       relu: bool = False, training: bool = True
+                       ) -> tuple[np.ndarray, np.ndarray | None]:
+    """``y = (x - mean) (var + eps)^-1/2 weight + bias`` per channel (then ReLU with
+    ``relu``), in x's layout, and the fused ReLU's mask (a uint8 array, or None) for
+    :func:`batch_norm_backward`.  ``training``: the statistics are the batch's (a
+    training forward), else the running ones (inference)."""
+    mean, var = _stat(mean, x.dtype), _stat(var, x.dtype)
+    weight, bias = _stat(weight, x.dtype), _stat(bias, x.dtype)
+    pass_name = "forward_training" if training else "forward_inference"
+    plan = _plan(pass_name, x, _flags(weight, bias, relu), eps)
+    with NORM.record(f"batch_norm_{pass_name}", x.shape) as rec:
+        y = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype)
+        ws = None
+        if plan is not None:
+            rec.algorithm = plan.name
+            arrays = {"src": x, "dst": y, "mean": mean, "var": var, "scale": weight,
+                      "shift": bias}
+            if plan.workspace_size:
+                ws = arrays["ws"] = np.empty(plan.workspace_size, dtype=np.uint8)
+            plan.run(arrays)
+            return y, ws
+        rec.algorithm = "numpy"
+        _reference_forward(x, mean, var, weight, bias, eps, relu, y)
+        return y, None
+
+
+def _scale(var: np.ndarray, weight: np.ndarray | None, eps: float) -> np.ndarray:
+    inv = 1.0 / np.sqrt(var + var.dtype.type(eps))
+    return inv if weight is None else inv * weight
+
+
+def _reference_forward(x, mean, var, weight, bias, eps, relu, out) -> np.ndarray:
+    np.subtract(x, _bcast(mean, x.ndim), out=out)
+    out *= _bcast(_scale(var, weight, eps), x.ndim)
+    if bias is not None:
+        out += _bcast(bias, x.ndim)
+    if relu:
+        np.maximum(out, 0, out=out)
+    return out
+
+
+def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.ndarray,
+                        weight: np.ndarray | None, bias: np.ndarray | None, eps: float,
+                        need: tuple[bool, bool, bool], relu_mask: np.ndarray | None = None,
+                        relu: bool = False) -> tuple:
+    """The gradients (x, weight, bias) of a training :func:`batch_norm_forward` (batch
+    statistics differentiated) at ``g``; None for those ``need`` does not ask.  A fused
+    ReLU's gradient comes from ``relu_mask`` (oneDNN's) or, in the reference, from the
+    output recomputed from x (``relu``; ``bias`` is read for it)."""
+    mean, var = _stat(mean, x.dtype), _stat(var, x.dtype)
+    weight = _stat(weight, x.dtype)
+    flags = _flags(weight, bias if need[2] or relu else None, relu)
+    plan = _plan("backward", x, flags, eps) if relu_mask is not None or not relu else None
+    with NORM.record("batch_norm_backward", x.shape) as rec:
+        if plan is not None:
+            rec.algorithm = plan.name
+            cl = plan.channels_last
+            if _channels_last(g) is not cl or g.dtype is not _F32:  # to x's layout
+                staged = layouts.empty(x.shape, cl, x.dtype)
+                np.copyto(staged, g)
+                g = staged
+            arrays = {"src": x, "diff_dst": g, "diff_src": layouts.empty(x.shape, cl, x.dtype),
+                      "mean": mean, "var": var, "scale": weight, "ws": relu_mask}
+            c = x.shape[1]
+            if plan.flags & L.USE_SCALE:
+                arrays["diff_scale"] = np.empty(c, x.dtype)
+            if plan.flags & L.USE_SHIFT:
+                arrays["diff_shift"] = np.empty(c, x.dtype)
+            plan.run(arrays)
+            return (arrays["diff_src"] if need[0] else None,
+                    arrays.get("diff_scale") if need[1] else None,
+                    arrays.get("diff_shift") if need[2] else None)
+        rec.algorithm = "numpy"
+        return _reference_backward(g, x, mean, var, weight, _stat(bias, x.dtype), eps, need,
+                                   relu)
+
+
+def _reference_backward(g, x, mean, var, weight, bias, eps, need, relu) -> tuple:
+    nd, dims = x.ndim, (0, *range(2, x.ndim))
+    n = prod(x.shape[d] for d in dims)
+    inv = 1.0 / np.sqrt(var + var.dtype.type(eps))
+    xh = (x - _bcast(mean, nd)) * _bcast(inv, nd)
+    if relu:  # the ReLU's gradient: g where the output is positive
+        y = xh * _bcast(weight, nd) if weight is not None else xh.copy()
+        if bias is not None:
+            y += _bcast(bias, nd)
+        g = np.where(y > 0, g, g.dtype.type(0))
+    gb = reduction.total(g, axis=dims)
+    gw = reduction.total(g * xh, axis=dims)
+    gx = None
+    if need[0]:
+        s = inv if weight is None else inv * weight
+        # gx = w inv (g - gb/n - xh gw/n)
+        gx = (g - _bcast(gb / n, nd) - xh * _bcast(gw / n, nd)) * _bcast(s, nd)
+        gx = gx.astype(x.dtype, copy=False)
+    return gx, (gw if need[1] else None), (gb if need[2] else None)
