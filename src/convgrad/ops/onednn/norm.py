@@ -146,8 +146,8 @@ class NormPlan(Execution):
                       and a.nbytes >= self.workspace_size and a.flags.c_contiguous)
             elif op.key in ("src", "dst", "diff_dst", "diff_src"):
                 ok = (isinstance(a, np.ndarray) and a.dtype is F32 and a.shape == self.shape
-                      and a.strides == tuple(4 * s for s in _strides(self.shape,
-                                                                     self.channels_last)))
+                      and all(n == 1 or s == 4 * d for n, s, d in zip(
+                          a.shape, a.strides, _strides(self.shape, self.channels_last))))
             else:
                 ok = (isinstance(a, np.ndarray) and a.dtype is F32
                       and a.shape == (self.shape[1],) and a.flags.c_contiguous)
