@@ -11,8 +11,8 @@ import torch.nn.functional as TF
 import convgrad as cg
 import convgrad.functional as F
 from convgrad import nn
-from convgrad.ops import layouts, onednn, prefer
 from convgrad.functional.normalization import batch_norm_relu
+from convgrad.ops import layouts, onednn, prefer
 
 needs_onednn = pytest.mark.skipif(not onednn.available(), reason="oneDNN unavailable")
 RNG = np.random.default_rng(7)
@@ -188,3 +188,37 @@ def test_double_backward_matches_torch(relu):
     for ours, ref in ((gx, gxt), (xs.grad, xt.grad), (ws.grad, wt.grad)):
         np.testing.assert_allclose(np.asarray(ours.data), ref.detach().numpy(), rtol=1e-9,
                                    atol=1e-10)
+
+
+@needs_onednn
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_eval_mode_runs_one_inference_kernel_without_grad(channels_last):
+    shape = (3, 5, 4, 6)
+    ours, ref = nn.BatchNorm2d(5), torch.nn.BatchNorm2d(5)
+    with torch.no_grad():
+        ref.weight.copy_(torch.linspace(0.5, 1.5, 5))
+        ref.bias.copy_(torch.linspace(-0.2, 0.3, 5))
+    ours.weight.data[...] = ref.weight.detach().numpy()
+    ours.bias.data[...] = ref.bias.detach().numpy()
+    for _ in range(2):
+        x = _input(shape, channels_last)
+        ours(cg.tensor(x))
+        ref(torch.from_numpy(np.ascontiguousarray(x)))
+    ours.eval()
+    ref.eval()
+    x = _input(shape, channels_last)
+    expected = ref(torch.from_numpy(np.ascontiguousarray(x))).detach().numpy()
+    with cg.profile() as prof, cg.no_grad():
+        y = ours(cg.tensor(x))
+    assert [(e.name, e.algorithm.startswith("onednn:")) for e in prof.of("norm")] == [
+        ("batch_norm_forward_inference", True)]
+    assert layouts.is_channels_last(y.data) == channels_last
+    np.testing.assert_allclose(y.data, expected, rtol=1e-5, atol=1e-5)
+    # with a gradient to compute, the composed operations run (and differentiate)
+    xs = cg.tensor(x, requires_grad=True)
+    with cg.profile() as prof:
+        ours(xs).sum().backward()
+    assert not prof.of("norm")
+    np.testing.assert_allclose(xs.grad.data, np.broadcast_to(
+        (ref.weight / torch.sqrt(ref.running_var + ref.eps)).detach().numpy()[:, None, None],
+        shape), rtol=1e-5)

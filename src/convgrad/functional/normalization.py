@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..autograd import is_grad_enabled
+from ..ops import normalization as kernels
 from ..ops import reduction
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _number
@@ -105,6 +107,13 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
         if rm is None or rv is None:
             raise ValueError(f"{fn}: running_mean and running_var are required when "
                              "training=False")
+        params = [t for t in (x, weight, bias) if t is not None]
+        if not (is_grad_enabled() and any(t.requires_grad for t in params)):
+            # nothing to differentiate: one kernel (oneDNN's inference pass in float32)
+            y, _ = kernels.batch_norm_forward(
+                x.data, rm, rv, None if weight is None else weight.data,
+                None if bias is None else bias.data, eps, training=False)
+            return Tensor(y)
         inv = (1.0 / np.sqrt(rv + eps)).astype(x.dtype, copy=False).reshape(shape)
         y = (x - rm.astype(x.dtype, copy=False).reshape(shape)) * inv
     return _affine(y, weight, bias, shape)

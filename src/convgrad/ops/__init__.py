@@ -4,9 +4,9 @@
 are the only places in convgrad that do convolution arithmetic.
 """
 
+from . import normalization  # noqa: F401  (declares the norm family)
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
 from .heap import tune_malloc
-from . import normalization  # noqa: F401  (declares the norm family)
 from .onednn import available as onednn_available
 from .registry import prefer
 from .spec import ConvSpec
