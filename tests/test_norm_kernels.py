@@ -252,3 +252,42 @@ def test_float32_error_within_twice_torchs_with_a_large_mean(channels_last):
     for ours, t32, t64 in zip([y, *grads], [ref32[0], *[a.numpy() for a in ref32[1]]],
                               [ref64[0], *ref64[1]]):
         assert err(ours, t64) <= 2 * max(err(t32, t64), 2 ** -24)
+
+
+NORMS_ON_A_VIEW = {
+    "group_norm": (lambda x, w, b: F.group_norm(x, 3, w, b), lambda x, w, b: TF.group_norm(
+        x, 3, w, b), (6,)),
+    "instance_norm": (lambda x, w, b: F.instance_norm(x, None, None, w, b),
+                      lambda x, w, b: TF.instance_norm(x, None, None, w, b), (6,)),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, x.shape[2:], w, b),
+                   lambda x, w, b: TF.layer_norm(x, x.shape[2:], w, b), None),
+}
+
+
+@needs_onednn
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("norm", list(NORMS_ON_A_VIEW))
+def test_group_instance_layer_norm_run_batch_norm_on_a_view(norm, channels_last):
+    shape = (3, 6, 5, 7)
+    ours_fn, torch_fn, pshape = NORMS_ON_A_VIEW[norm]
+    pshape = pshape or shape[2:]
+    x = _input(shape, channels_last)
+    g = RNG.standard_normal(shape).astype(np.float32)
+    w = (1 + 0.2 * RNG.standard_normal(pshape)).astype(np.float32)
+    b = (0.2 * RNG.standard_normal(pshape)).astype(np.float32)
+    xs, ws, bs = (cg.tensor(a, requires_grad=True) for a in (x, w, b))
+    with cg.profile() as prof:
+        y = ours_fn(xs, ws, bs)
+        y.backward(cg.tensor(g))
+    algos = {e.name: e.algorithm for e in prof.of("norm")}
+    assert algos["batch_norm_forward_training"].startswith("onednn:")
+    assert algos["batch_norm_backward"].endswith("+accurate_sums")
+    ts = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b)]
+    yt = torch_fn(*ts)
+    yt.backward(torch.tensor(g, dtype=torch.float64))
+    _close(y.data, yt.detach().numpy(), 1e-5)
+    for ours, ref in zip((xs, ws, bs), ts):
+        _close(ours.grad.data, ref.grad.numpy(), 1e-4)
+    with prefer("numpy"), cg.profile() as prof:
+        ours_fn(cg.tensor(x), w, b)
+    assert {e.algorithm for e in prof.of("norm")} == {"numpy"}

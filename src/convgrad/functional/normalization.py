@@ -9,6 +9,7 @@ Tensors) updated in place, with the unbiased variance, as torch does.
 
 from __future__ import annotations
 
+import math
 from numbers import Integral
 from typing import Any
 
@@ -69,6 +70,20 @@ def _update(stat: np.ndarray | None, momentum: float, batch_value: np.ndarray) -
     """``stat <- (1 - momentum) stat + momentum batch_value`` in place."""
     if stat is not None:
         stat[...] = (1.0 - momentum) * stat + momentum * batch_value
+
+
+def _standardize_rows(x: Tensor, rows: int, eps: float, dims: tuple) -> tuple:
+    """``x`` standardised over ``dims`` (its trailing elements after the first ``rows``
+    groups of memory order): batch normalization, without affine, of the view
+    (1, rows, rest), whose "channels" are the rows (the norm family's kernels); returns y
+    and the rows' (mean, biased variance).  An empty x takes :class:`Standardize`."""
+    if x.data.size == 0:
+        mu, var = _moments(x.data, dims)
+        return Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var), (mu, var)
+    stats: dict = {}
+    y = BatchNorm.apply(x.reshape(1, rows, x.data.size // rows), None, None, eps=eps,
+                        stats=stats)
+    return y.reshape(x.shape), (stats["mean"], stats["var"])
 
 
 # ----------------------------------------------------------------------------- functions
@@ -169,8 +184,7 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
         raise ValueError(f"{fn}: expected more than 1 spatial element when training, got "
                          f"input of shape {x.shape}")
     dims = tuple(range(2, x.ndim))
-    mu, var = _moments(x.data, dims)
-    y = Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var)
+    y, (mu, var) = _standardize_rows(x, n * c, eps, dims)
     if n:
         _update(rm, momentum, reduction.mean(mu.reshape(n, c), axis=0))
         _update(rv, momentum, reduction.mean(var.reshape(n, c), axis=0) * (count / (count - 1)))
@@ -193,8 +207,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
-    mu, var = _moments(grouped.data, (2,))
-    y = Standardize.apply(grouped, dims=(2,), eps=eps, mean=mu, var=var).reshape(x.shape)
+    y = _standardize_rows(grouped, n * int(num_groups), eps, (2,))[0].reshape(x.shape)
     return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))
 
 
@@ -226,6 +239,6 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     weight, bias = (_affine_arg(fn, "weight", weight, shape),
                     _affine_arg(fn, "bias", bias, shape))
     dims = tuple(range(x.ndim - k, x.ndim))
-    mu, var = _moments(x.data, dims)
-    y = Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var)
+    rows = math.prod(x.shape[:x.ndim - k])
+    y = _standardize_rows(x, rows, eps, dims)[0]
     return _affine(y, weight, bias, shape)
