@@ -9,18 +9,21 @@ Tensors) updated in place, with the unbiased variance, as torch does.
 
 from __future__ import annotations
 
+import math
 from numbers import Integral
 from typing import Any
 
 import numpy as np
 
+from ..autograd import is_grad_enabled
+from ..ops import normalization as kernels
 from ..ops import reduction
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _number
-from ..tensor.normalization import Standardize
+from ..tensor.normalization import BatchNorm, BatchNormReLU, Standardize
 from ..tensor.normalization import moments as _moments
 
-__all__ = ["batch_norm", "group_norm", "instance_norm", "layer_norm"]
+__all__ = ["batch_norm", "batch_norm_relu", "group_norm", "instance_norm", "layer_norm"]
 
 
 def _state(fn: str, name: str, value: Any, c: int) -> np.ndarray | None:
@@ -69,6 +72,20 @@ def _update(stat: np.ndarray | None, momentum: float, batch_value: np.ndarray) -
         stat[...] = (1.0 - momentum) * stat + momentum * batch_value
 
 
+def _standardize_rows(x: Tensor, rows: int, eps: float, dims: tuple) -> tuple:
+    """``x`` standardised over ``dims`` (its trailing elements after the first ``rows``
+    groups of memory order): batch normalization, without affine, of the view
+    (1, rows, rest), whose "channels" are the rows (the norm family's kernels); returns y
+    and the rows' (mean, biased variance).  An empty x takes :class:`Standardize`."""
+    if x.data.size == 0:
+        mu, var = _moments(x.data, dims)
+        return Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var), (mu, var)
+    stats: dict = {}
+    y = BatchNorm.apply(x.reshape(1, rows, x.data.size // rows), None, None, eps=eps,
+                        stats=stats)
+    return y.reshape(x.shape), (stats["mean"], stats["var"])
+
+
 # ----------------------------------------------------------------------------- functions
 def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = None,
                bias: Any = None, training: bool = False, momentum: float = 0.1,
@@ -96,18 +113,49 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
         if count <= 1:
             raise ValueError(f"{fn}: expected more than 1 value per channel when training, "
                              f"got input of shape {x.shape}")
-        dims = (0,) + tuple(range(2, x.ndim))
-        mu, var = _moments(x.data, dims)
-        y = Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var)
-        _update(rm, momentum, mu.reshape(c))
-        _update(rv, momentum, var.reshape(c) * (count / (count - 1)))
+        stats: dict = {}
+        y = BatchNorm.apply(x, weight, bias, eps=eps, stats=stats)
+        _update(rm, momentum, stats["mean"])
+        _update(rv, momentum, stats["var"] * (count / (count - 1)))
+        return y
     else:
         if rm is None or rv is None:
             raise ValueError(f"{fn}: running_mean and running_var are required when "
                              "training=False")
+        params = [t for t in (x, weight, bias) if t is not None]
+        if not (is_grad_enabled() and any(t.requires_grad for t in params)):
+            # nothing to differentiate: one kernel (oneDNN's inference pass in float32)
+            y, _ = kernels.batch_norm_forward(
+                x.data, rm, rv, None if weight is None else weight.data,
+                None if bias is None else bias.data, eps, training=False)
+            return Tensor(y)
         inv = (1.0 / np.sqrt(rv + eps)).astype(x.dtype, copy=False).reshape(shape)
         y = (x - rm.astype(x.dtype, copy=False).reshape(shape)) * inv
     return _affine(y, weight, bias, shape)
+
+
+def batch_norm_relu(input: Any, running_mean: Any, running_var: Any, weight: Any = None,
+                    bias: Any = None, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """``relu(batch_norm(input, ..., training=True))`` as one fused kernel (an internal
+    entry point for callers that fuse the pair; the result and gradients are those of the
+    two calls)."""
+    fn = "batch_norm_relu"
+    x = _channels_input(fn, input)
+    c = x.shape[1]
+    eps = _number(fn, "eps", eps, low=0.0)
+    momentum = _number(fn, "momentum", momentum, low=0.0)
+    rm, rv = (_state(fn, "running_mean", running_mean, c),
+              _state(fn, "running_var", running_var, c))
+    weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
+    count = x.data.size // c if c else 0
+    if count <= 1:
+        raise ValueError(f"{fn}: expected more than 1 value per channel when training, "
+                         f"got input of shape {x.shape}")
+    stats: dict = {}
+    y = BatchNormReLU.apply(x, weight, bias, eps=eps, stats=stats)
+    _update(rm, momentum, stats["mean"])
+    _update(rv, momentum, stats["var"] * (count / (count - 1)))
+    return y
 
 
 def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
@@ -136,8 +184,7 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
         raise ValueError(f"{fn}: expected more than 1 spatial element when training, got "
                          f"input of shape {x.shape}")
     dims = tuple(range(2, x.ndim))
-    mu, var = _moments(x.data, dims)
-    y = Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var)
+    y, (mu, var) = _standardize_rows(x, n * c, eps, dims)
     if n:
         _update(rm, momentum, reduction.mean(mu.reshape(n, c), axis=0))
         _update(rv, momentum, reduction.mean(var.reshape(n, c), axis=0) * (count / (count - 1)))
@@ -160,8 +207,7 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
-    mu, var = _moments(grouped.data, (2,))
-    y = Standardize.apply(grouped, dims=(2,), eps=eps, mean=mu, var=var).reshape(x.shape)
+    y = _standardize_rows(grouped, n * int(num_groups), eps, (2,))[0].reshape(x.shape)
     return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))
 
 
@@ -193,6 +239,6 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     weight, bias = (_affine_arg(fn, "weight", weight, shape),
                     _affine_arg(fn, "bias", bias, shape))
     dims = tuple(range(x.ndim - k, x.ndim))
-    mu, var = _moments(x.data, dims)
-    y = Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var)
+    rows = math.prod(x.shape[:x.ndim - k])
+    y = _standardize_rows(x, rows, eps, dims)[0]
     return _affine(y, weight, bias, shape)

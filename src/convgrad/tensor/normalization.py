@@ -13,11 +13,12 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function, is_grad_enabled
+from ..ops import normalization as kernels
 from ..ops import reduction
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
-__all__ = ["Standardize", "moments"]
+__all__ = ["BatchNorm", "BatchNormReLU", "Standardize", "moments"]
 
 
 def moments(x: np.ndarray, dims: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -64,6 +65,66 @@ class Standardize(Function):
         # y = (x - m) s, m = mean(x), s = (mean((x - m)^2) + eps)^-1/2:
         # dx = s (g - mean(g) - y mean(g y))
         return inv * (g - g.mean(dims, keepdim=True) - y * (g * y).mean(dims, keepdim=True))
+
+
+class BatchNorm(Function):
+    """Training batch normalization, ``y = (x - mean) inv w + b`` per channel, with the
+    batch's ``mean`` and ``inv = (var + eps)^-1/2`` over (N, *spatial); ``w``, ``b`` may be
+    None.  The kernels are the ``norm`` family's (:mod:`convgrad.ops.normalization`).
+
+    ``stats``: a dict that receives the batch ``mean`` and biased ``var`` ((C,) arrays)
+    for the caller's running statistics.  Reads x and w (and b, for the fused ReLU's
+    mask recomputed by the reference kernel), never its output: an in-place activation
+    applied to y is harmless.
+    """
+
+    reads = (0, 1, 2)
+    relu = False
+
+    @classmethod
+    def forward(cls, ctx: Context, x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
+                eps: float, stats: dict | None = None) -> np.ndarray:
+        mean, var = kernels.batch_stats(x)
+        y, ctx.mask = kernels.batch_norm_forward(x, mean, var, w, b, eps, relu=cls.relu)
+        ctx.eps, ctx.mean, ctx.var = eps, mean, var
+        if stats is not None:
+            stats["mean"], stats["var"] = mean, var
+        return y
+
+    @classmethod
+    def backward(cls, ctx: Context, g: Tensor) -> tuple:
+        x, w, b = ctx.inputs
+        need = ctx.needs_input_grad
+        if not is_grad_enabled():
+            return kernels.batch_norm_backward(
+                g.data, x.data, ctx.mean, ctx.var, None if w is None else w.data,
+                None if b is None else b.data, ctx.eps, need, ctx.mask, cls.relu)
+        # create_graph: the same rule as recorded Tensor operations of x (and w)
+        dims = (0, *range(2, x.ndim))
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        inv = _inv_std(x, dims, ctx.eps)
+        xh = (x - x.mean(dims, keepdim=True)) * inv
+        if cls.relu:  # ReLU's derivative: a constant mask where the output is positive
+            y = xh.data * (1.0 if w is None else w.data.reshape(shape))
+            y = y + (0.0 if b is None else b.data.reshape(shape))
+            g = g * type(g)._wrap((y > 0).astype(g.dtype))
+        gw = (g * xh).sum(dims) if need[1] else None
+        gb = g.sum(dims) if need[2] else None
+        gx = None
+        if need[0]:
+            gs = g if w is None else g * w.reshape(shape)
+            # xh = (x - m) s; dx = s (gs - mean(gs) - xh mean(gs xh)), gs = g w
+            gx = inv * (gs - gs.mean(dims, keepdim=True)
+                        - xh * (gs * xh).mean(dims, keepdim=True))
+        return gx, gw, gb
+
+
+class BatchNormReLU(BatchNorm):
+    """``relu(batch_norm(x))`` in training, one kernel (oneDNN's ``fuse_norm_relu``: its
+    backward reads the forward's bit mask), for callers that fuse the pair."""
+
+    reads = (0, 1, 2)
+    relu = True
 
 
 # ----------------------------------------------------------------------------- arguments

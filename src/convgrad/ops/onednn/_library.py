@@ -29,12 +29,15 @@ SUCCESS, OUT_OF_MEMORY, INVALID_ARGUMENTS, UNIMPLEMENTED = 0, 1, 2, 3
 F32, FORMAT_ANY, FORMAT_A, CPU = 3, 1, 2, 1
 # dnnl_prop_kind_t, dnnl_alg_kind_t, dnnl_scratchpad_mode_t
 FORWARD_TRAINING, FORWARD_INFERENCE, BACKWARD_DATA, BACKWARD_WEIGHTS = 64, 96, 160, 192
+BACKWARD = 128  # data and the normalisation's scale/shift gradients
+# dnnl_normalization_flags_t
+USE_GLOBAL_STATS, USE_SCALE, USE_SHIFT, FUSE_NORM_RELU = 0x1, 0x2, 0x4, 0x8
 CONVOLUTION_DIRECT, DECONVOLUTION_DIRECT = 0x1, 0xA
 SCRATCHPAD_USER = 1
 # dnnl_query_t
 QUERY_IMPL_INFO_STR = 8
 QUERY_SRC_MD, QUERY_DIFF_SRC_MD, QUERY_WEIGHTS_MD, QUERY_DIFF_WEIGHTS_MD = 129, 130, 131, 132
-QUERY_DST_MD, QUERY_DIFF_DST_MD, QUERY_SCRATCHPAD_MD = 133, 134, 136
+QUERY_DST_MD, QUERY_DIFF_DST_MD, QUERY_WORKSPACE_MD, QUERY_SCRATCHPAD_MD = 133, 134, 135, 136
 # execution argument indices (DNNL_ARG_*)
 ARG_SRC, ARG_DST, ARG_WEIGHTS, ARG_BIAS, ARG_SCRATCHPAD = 1, 17, 33, 41, 80
 ARG_DIFF_SRC, ARG_DIFF_DST, ARG_DIFF_WEIGHTS, ARG_DIFF_BIAS = 129, 145, 161, 169
@@ -48,6 +51,8 @@ ELTWISE_ALGS = {
     "logistic_use_dst_for_bwd": 0x104,
 }
 BINARY_ALGS = {"add": 0x1FFF0, "mul": 0x1FFF1, "div": 0x1FFF4, "sub": 0x1FFF5}
+ARG_MEAN, ARG_VARIANCE, ARG_SCALE, ARG_SHIFT, ARG_WORKSPACE = 49, 50, 51, 52, 64
+ARG_DIFF_SCALE, ARG_DIFF_SHIFT = 255, 256
 
 _STATUS = {1: "out of memory", 2: "invalid arguments", 3: "unimplemented",
            4: "last implementation reached", 5: "runtime error", 6: "not required"}
@@ -122,6 +127,12 @@ for _kind in ("convolution", "deconvolution"):
         ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, _P, *_PARAMS, _P, _P])
     _SIGNATURES[f"dnnl_{_kind}_backward_weights_primitive_desc_create"] = (
         ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, _P, _P, *_PARAMS, _P, _P])
+# batch normalization: (pd, engine, prop_kind, src, dst, epsilon, flags, attr) and
+# (pd, engine, prop_kind, diff_src, diff_dst, src, epsilon, flags, hint, attr)
+_SIGNATURES["dnnl_batch_normalization_forward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, ctypes.c_float, ctypes.c_uint, _P])
+_SIGNATURES["dnnl_batch_normalization_backward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, _P, ctypes.c_float, ctypes.c_uint, _P, _P])
 
 
 class Library:
