@@ -30,13 +30,17 @@ F32, FORMAT_ANY, FORMAT_A, CPU = 3, 1, 2, 1
 # dnnl_prop_kind_t, dnnl_alg_kind_t, dnnl_scratchpad_mode_t
 FORWARD_TRAINING, FORWARD_INFERENCE, BACKWARD_DATA, BACKWARD_WEIGHTS = 64, 96, 160, 192
 CONVOLUTION_DIRECT, DECONVOLUTION_DIRECT = 0x1, 0xA
+POOLING_MAX, POOLING_AVG_INCLUDE_PADDING, POOLING_AVG_EXCLUDE_PADDING = 0x1FF, 0x2FF, 0x3FF
 SCRATCHPAD_USER = 1
 # dnnl_query_t
 QUERY_IMPL_INFO_STR = 8
 QUERY_SRC_MD, QUERY_DIFF_SRC_MD, QUERY_WEIGHTS_MD, QUERY_DIFF_WEIGHTS_MD = 129, 130, 131, 132
-QUERY_DST_MD, QUERY_DIFF_DST_MD, QUERY_SCRATCHPAD_MD = 133, 134, 136
+QUERY_DST_MD, QUERY_DIFF_DST_MD, QUERY_WORKSPACE_MD, QUERY_SCRATCHPAD_MD = 133, 134, 135, 136
+QUERY_DATA_TYPE = 258  # of a memory descriptor (dnnl_memory_desc_query)
+# dnnl_data_type_t of a workspace
+S32, U8 = 4, 6
 # execution argument indices (DNNL_ARG_*)
-ARG_SRC, ARG_DST, ARG_WEIGHTS, ARG_BIAS, ARG_SCRATCHPAD = 1, 17, 33, 41, 80
+ARG_SRC, ARG_DST, ARG_WEIGHTS, ARG_BIAS, ARG_WORKSPACE, ARG_SCRATCHPAD = 1, 17, 33, 41, 64, 80
 ARG_DIFF_SRC, ARG_DIFF_DST, ARG_DIFF_WEIGHTS, ARG_DIFF_BIAS = 129, 145, 161, 169
 ARG_FROM, ARG_TO = ARG_SRC, ARG_DST
 
@@ -74,6 +78,7 @@ _SIGNATURES = {
     "dnnl_memory_desc_destroy": (ctypes.c_int, [_P]),
     "dnnl_memory_desc_equal": (ctypes.c_int, [_P, _P]),
     "dnnl_memory_desc_get_size": (ctypes.c_size_t, [_P]),
+    "dnnl_memory_desc_query": (ctypes.c_int, [_P, ctypes.c_int, _P]),
     "dnnl_memory_create": (ctypes.c_int, [_PP, _P, _P, _P]),
     "dnnl_memory_set_data_handle": (ctypes.c_int, [_P, _P]),
     "dnnl_memory_destroy": (ctypes.c_int, [_P]),
@@ -90,6 +95,12 @@ _SIGNATURES = {
     "dnnl_set_primitive_cache_capacity": (ctypes.c_int, [ctypes.c_int]),
 }
 _PARAMS = [Dims, Dims, Dims, Dims]  # strides, dilates, padding_l, padding_r
+# pooling: (pd, engine, [prop_kind,] alg_kind, src or diff_src, dst or diff_dst, strides,
+# kernel, dilation, padding_l, padding_r, [hint,] attr)
+_SIGNATURES["dnnl_pooling_forward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, ctypes.c_int, _P, _P, Dims, *_PARAMS, _P])
+_SIGNATURES["dnnl_pooling_backward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, Dims, *_PARAMS, _P, _P])
 for _kind in ("convolution", "deconvolution"):
     # (pd, engine, [prop_kind,] alg_kind, 3 or 4 memory descs, params, [hint,] attr)
     _SIGNATURES[f"dnnl_{_kind}_forward_primitive_desc_create"] = (
