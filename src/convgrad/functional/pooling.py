@@ -113,11 +113,13 @@ def _avg_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
                 scale /= count[0]  # a uniform divisor folds into the kernel
             else:
                 factors.append((1.0 / count).reshape(_axis_shape(nd, a, o)))
-    planes = x.reshape(n * c, 1, *spatial)
-    window = np.full((1, 1, *k), scale, dtype=x.dtype)
-    y = conv_general(planes, window, stride=s, padding=pads)
-    for f in factors:
-        y = y * f.astype(x.dtype)
+    with K.POOL.record("avg_pool_forward", x.shape, (n, c, *out)) as rec:
+        rec.algorithm = "numpy"  # a box convolution per plane (its backward too)
+        planes = x.reshape(n * c, 1, *spatial)
+        box = np.full((1, 1, *k), scale, dtype=x.dtype)
+        y = conv_general(planes, box, stride=s, padding=pads)
+        for f in factors:
+            y = y * f.astype(x.dtype)
     y = y.reshape(n, c, *out)
     return y.squeeze(0) if unbatched else y
 
@@ -180,7 +182,9 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
             y = MaxPool.apply(x, window=window, y_shape=y_shape)
             return y.squeeze(0) if unbatched else y
     else:
-        y, flat = _max_pool_numpy(x, k, s, p, d, out, right)
+        with K.POOL.record("max_pool_forward", x.shape, y_shape) as rec:
+            rec.algorithm = "numpy"  # composed of Tensor operations (their backward too)
+            y, flat = _max_pool_numpy(x, k, s, p, d, out, right)
     if unbatched:
         y, flat = y.squeeze(0), flat[0]
     if return_indices:
