@@ -182,3 +182,28 @@ def test_onednn_pool_handles_a_gradient_in_another_layout():
                                     x, g)
     assert algorithms(prof) == {"onednn"}
     np.testing.assert_array_equal(dx.numpy(), tdx.numpy())
+
+
+@needs_onednn
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("shape,out", [((4, 32, 7, 7), 1), ((2, 16, 96, 96), 1),
+                                       ((2, 8, 12, 18), (3, 6)), ((2, 8, 9, 10), (4, 3))])
+def test_adaptive_avg_pool_as_a_plain_pooling(shape, out, channels_last):
+    """Divisible sizes are a plain average pooling (oneDNN's); global pooling is the
+    accurate mean (within 2x torch float32's error on 96x96 values near 3), other sizes
+    stay on the averaging matrices."""
+    x = layout(RNG.standard_normal(shape) + 3.0, channels_last)
+    ty0 = TF.adaptive_avg_pool2d(torch.from_numpy(np.ascontiguousarray(x)), out)
+    g = RNG.standard_normal(ty0.shape).astype(np.float32)
+    y, dx, ty, tdx, prof = run_both(lambda t: F.adaptive_avg_pool2d(t, out),
+                                    lambda t: TF.adaptive_avg_pool2d(t, out), x, g)
+    divisible = all(n % m == 0 for n, m in zip(shape[2:], np.broadcast_to(out, (2,))))
+    expected = set() if out == 1 or not divisible else {"onednn"}  # global: a mean
+    assert algorithms(prof) == expected
+    tx64 = torch.from_numpy(np.ascontiguousarray(x, np.float64)).requires_grad_(True)
+    ref = TF.adaptive_avg_pool2d(tx64, out)
+    ref.backward(torch.from_numpy(g.astype(np.float64)))
+    for mine, theirs, r in ((y.numpy(), ty.detach().numpy(), ref.detach().numpy()),
+                            (dx.numpy(), tdx.numpy(), tx64.grad.numpy())):
+        scale = np.abs(r).max()
+        assert np.abs(mine - r).max() / scale <= 2 * np.abs(theirs - r).max() / scale + 1e-7

@@ -27,7 +27,7 @@ from ..parallel import num_threads
 from . import _Cache, _library
 from . import _library as L
 from ._geometry import Unsupported
-from ._plan import elem_strides
+from ._plan import _normalized, elem_strides
 from ._runtime import F32, ITEMSIZE, Execution, Operand, build_with_threads, dims
 
 __all__ = ["PoolPlan", "pool_plan", "workspace_taps"]
@@ -160,8 +160,8 @@ def pool_plan(pass_name: str, x: np.ndarray | tuple, y: np.ndarray | tuple, wind
     def make():
         return build_with_threads(PoolPlan(
             lib, pass_name, x_shape, y_shape,
-            (elem_strides(x_shape, tuple(ITEMSIZE * v for v in xs)),
-             elem_strides(y_shape, tuple(ITEMSIZE * v for v in ys))),
+            tuple(_normalized(sh, elem_strides(sh, tuple(ITEMSIZE * v for v in st)))
+                  for sh, st in ((x_shape, xs), (y_shape, ys))),
             window, include_pad, threads), threads)
 
     return _cache.get_or_build(key, make)
