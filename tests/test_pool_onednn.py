@@ -207,3 +207,56 @@ def test_adaptive_avg_pool_as_a_plain_pooling(shape, out, channels_last):
                             (dx.numpy(), tdx.numpy(), tx64.grad.numpy())):
         scale = np.abs(r).max()
         assert np.abs(mine - r).max() / scale <= 2 * np.abs(theirs - r).max() / scale + 1e-7
+
+
+@needs_onednn
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("mode,shape,scale", [
+    ("nearest", (2, 5, 6, 7), 2), ("nearest", (2, 5, 6, 7), (3, 2)), ("nearest", (2, 4, 9), 3),
+    ("nearest", (1, 3, 3, 4, 5), 2), ("nearest", (2, 5, 6, 7), 1.5),
+    ("bilinear", (2, 5, 6, 7), 2)])
+def test_interpolate_nearest_on_onednn_matches_torch(mode, shape, scale, channels_last):
+    """Whole-factor nearest upsampling of channels-last input runs on oneDNN (forward) and
+    the block sum (backward), exactly torch's; other factors, NCHW and linear modes stay on
+    the NumPy maps."""
+    x = layout(RNG.standard_normal(shape), channels_last)
+    ty0 = TF.interpolate(torch.from_numpy(np.ascontiguousarray(x)), scale_factor=scale,
+                         mode=mode)
+    g = RNG.standard_normal(ty0.shape).astype(np.float32)
+    cx = cg.tensor(x, requires_grad=True)
+    with cg.profile() as prof:
+        y = F.interpolate(cx, scale_factor=scale, mode=mode)
+        y.backward(cg.tensor(g))
+    tx = torch.from_numpy(np.ascontiguousarray(x)).requires_grad_(True)
+    ty = TF.interpolate(tx, scale_factor=scale, mode=mode)
+    ty.backward(torch.from_numpy(g))
+    fast = mode == "nearest" and channels_last and scale != 1.5
+    events = [(e.name, e.algorithm.split(":")[0]) for e in prof.of("resample")]
+    assert events == ([("nearest_forward", "onednn"), ("nearest_backward", "numpy")]
+                      if fast else [])
+    if fast:
+        assert cg.ops.layouts.is_channels_last(y.data)
+    np.testing.assert_array_equal(y.numpy(), ty.detach().numpy()) if mode == "nearest" else (
+        np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6))
+    np.testing.assert_allclose(cx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@needs_onednn
+def test_interpolate_nearest_double_backward():
+    x = layout(RNG.standard_normal((2, 3, 4, 5)), True)
+    g = RNG.standard_normal((2, 3, 8, 10)).astype(np.float32)
+    h = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    cx, cgg = cg.tensor(x, requires_grad=True), cg.tensor(g, requires_grad=True)
+    with cg.profile() as prof:
+        (dx,) = cg.autograd.grad(F.interpolate(cx, scale_factor=2), cx, cgg, create_graph=True)
+        (dg,) = cg.autograd.grad((dx * cg.tensor(h)).sum(), cgg)
+    assert "onednn" in algorithms_of(prof, "resample")
+    tx = torch.from_numpy(np.ascontiguousarray(x)).requires_grad_(True)
+    tg = torch.from_numpy(g).requires_grad_(True)
+    (tdx,) = torch.autograd.grad(TF.interpolate(tx, scale_factor=2), tx, tg, create_graph=True)
+    (tdg,) = torch.autograd.grad((tdx * torch.from_numpy(h)).sum(), tg)
+    np.testing.assert_allclose(dg.numpy(), tdg.numpy(), rtol=1e-6)
+
+
+def algorithms_of(prof, fam: str) -> set:
+    return {e.algorithm.split(":")[0] for e in prof.of(fam)}

@@ -19,6 +19,7 @@ from convgrad.tensor import elementwise as E
 from convgrad.tensor import gather as G
 from convgrad.tensor import hooks as H
 from convgrad.tensor import pooling as P
+from convgrad.tensor import resampling as RS
 from convgrad.tensor import reduce as R
 from convgrad.tensor import shape as S
 from convgrad.tensor.activation import ELU, LogSigmoid, NormalCDF, Softplus
@@ -56,6 +57,11 @@ def _max_pool_grad(g):
 
 SAMPLES = {
     P.MaxPool: (lambda x: F.max_pool2d(x, 2), [arr32(1, 2, 4, 4)]),
+    RS.Resample: (lambda x: RS.Resample.apply(x, y_shape=(1, 2, 4, 4), mode="nearest"),
+                  [arr32(1, 2, 2, 2)]),
+    RS.ResampleGrad: (lambda g: RS.ResampleGrad.apply(g, x_shape=(1, 2, 2, 2), mode="nearest",
+                                                      like=arr32(1, 2, 2, 2)),
+                      [arr32(1, 2, 4, 4)]),
     P.MaxPoolGrad: (_max_pool_grad, [arr32(1, 2, 2, 2)]),
     P.AvgPool: (lambda x: F.avg_pool2d(x, 2), [arr32(1, 2, 4, 4)]),
     P.AvgPoolGrad: (lambda g: P.AvgPoolGrad.apply(g, window=_WINDOW, x_shape=(1, 2, 4, 4),

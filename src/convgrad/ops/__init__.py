@@ -7,7 +7,7 @@ are the only places in convgrad that do convolution arithmetic.
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
 from .heap import tune_malloc
 from .onednn import available as onednn_available
-from . import pooling  # noqa: F401 (declares the pool kernel family)
+from . import pooling, resampling  # noqa: F401 (declare the pool and resample families)
 from .registry import prefer
 from .spec import ConvSpec
 

@@ -31,6 +31,7 @@ F32, FORMAT_ANY, FORMAT_A, CPU = 3, 1, 2, 1
 FORWARD_TRAINING, FORWARD_INFERENCE, BACKWARD_DATA, BACKWARD_WEIGHTS = 64, 96, 160, 192
 CONVOLUTION_DIRECT, DECONVOLUTION_DIRECT = 0x1, 0xA
 POOLING_MAX, POOLING_AVG_INCLUDE_PADDING, POOLING_AVG_EXCLUDE_PADDING = 0x1FF, 0x2FF, 0x3FF
+RESAMPLING_NEAREST, RESAMPLING_LINEAR = 0x2FFF0, 0x2FFF1
 SCRATCHPAD_USER = 1
 # dnnl_query_t
 QUERY_IMPL_INFO_STR = 8
@@ -101,6 +102,12 @@ _SIGNATURES["dnnl_pooling_forward_primitive_desc_create"] = (
     ctypes.c_int, [_PP, _P, ctypes.c_int, ctypes.c_int, _P, _P, Dims, *_PARAMS, _P])
 _SIGNATURES["dnnl_pooling_backward_primitive_desc_create"] = (
     ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, Dims, *_PARAMS, _P, _P])
+# resampling: (pd, engine, [prop_kind,] alg_kind, factors (float*, NULL: from the shapes),
+# src or diff_src, dst or diff_dst, [hint,] attr)
+_SIGNATURES["dnnl_resampling_forward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, ctypes.c_int, _P, _P, _P, _P])
+_SIGNATURES["dnnl_resampling_backward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, _P, _P, _P])
 for _kind in ("convolution", "deconvolution"):
     # (pd, engine, [prop_kind,] alg_kind, 3 or 4 memory descs, params, [hint,] attr)
     _SIGNATURES[f"dnnl_{_kind}_forward_primitive_desc_create"] = (
