@@ -115,7 +115,7 @@ def _avg_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
                 factors.append((1.0 / count).reshape(_axis_shape(nd, a, o)))
     with K.POOL.record("avg_pool_forward", x.shape, (n, c, *out)) as rec:
         rec.algorithm = "numpy"  # a box convolution per plane (its backward too)
-        if scale == 1.0 / np.prod(spatial) and all(o == 1 for o in out) and not any(p):
+        if tuple(k) == tuple(spatial) and scale == 1.0 / np.prod(spatial) and not any(p):
             y = x.mean(tuple(range(2, 2 + nd)), keepdim=True)  # one window: the mean
             return y.squeeze(0) if unbatched else y
         planes = x.reshape(n * c, 1, *spatial)
