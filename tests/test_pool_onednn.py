@@ -275,3 +275,12 @@ def test_interpolate_double_backward(mode):
 
 def algorithms_of(prof, fam: str) -> set:
     return {e.algorithm.split(":")[0] for e in prof.of(fam)}
+
+
+def test_avg_pool_divisor_override_of_one_partial_window():
+    """One output window that is not the whole input, divided by the input's size: not a
+    mean of the input."""
+    x = RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    y = F.avg_pool2d(cg.tensor(x), 2, stride=4, divisor_override=16)
+    ty = TF.avg_pool2d(torch.from_numpy(x), 2, stride=4, divisor_override=16)
+    np.testing.assert_allclose(y.numpy(), ty.numpy(), rtol=1e-6)
