@@ -71,7 +71,7 @@ def test_max_pool_on_onednn_matches_torch(nd, shape, k, s, p, ceil, channels_las
     if nd >= 2 and shape[1] > 1:
         assert cg.ops.layouts.is_channels_last(y.data) == channels_last
         assert cg.ops.layouts.is_channels_last(dx.data) == channels_last
-    # the indices come from oneDNN's workspace
+    # the indices come from oneDNN's workspace (NCHW: in the blocked copies' layout)
     with cg.profile() as prof:
         _, idx = f(cg.tensor(x), k, s, p, ceil_mode=ceil, return_indices=True)
     _, tidx = tf(torch.from_numpy(np.ascontiguousarray(x)), k, s, p, 1, ceil,
@@ -116,9 +116,10 @@ def test_avg_pool_on_onednn_matches_torch(nd, shape, k, s, p, ceil, include, cha
 
 
 @needs_onednn
+@pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("op", ["max", "avg"])
-def test_double_backward_through_the_onednn_pools(op):
-    x = layout(RNG.standard_normal((2, 3, 7, 8)), True)
+def test_double_backward_through_the_onednn_pools(op, channels_last):
+    x = layout(RNG.standard_normal((2, 3, 7, 8)), channels_last)
     f = (lambda t: F.max_pool2d(t, 3, 2, 1)) if op == "max" else (
         lambda t: F.avg_pool2d(t, 3, 2, 1, count_include_pad=False))
     tf = (lambda t: TF.max_pool2d(t, 3, 2, 1)) if op == "max" else (

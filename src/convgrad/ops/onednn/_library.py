@@ -75,6 +75,8 @@ _SIGNATURES = {
                                                         ctypes.c_int]),
     "dnnl_memory_desc_create_with_strides": (ctypes.c_int, [_PP, ctypes.c_int, Dims,
                                                             ctypes.c_int, Dims]),
+    "dnnl_memory_desc_create_with_string_tag": (ctypes.c_int, [_PP, ctypes.c_int, Dims,
+                                                               ctypes.c_int, ctypes.c_char_p]),
     "dnnl_memory_desc_create_submemory": (ctypes.c_int, [_PP, _P, Dims, Dims]),
     "dnnl_memory_desc_destroy": (ctypes.c_int, [_P]),
     "dnnl_memory_desc_equal": (ctypes.c_int, [_P, _P]),
