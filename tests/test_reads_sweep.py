@@ -19,8 +19,8 @@ from convgrad.tensor import elementwise as E
 from convgrad.tensor import gather as G
 from convgrad.tensor import hooks as H
 from convgrad.tensor import pooling as P
-from convgrad.tensor import resampling as RS
 from convgrad.tensor import reduce as R
+from convgrad.tensor import resampling as RS
 from convgrad.tensor import shape as S
 from convgrad.tensor.activation import ELU, LogSigmoid, NormalCDF, Softplus
 from convgrad.tensor.axis_matrix import AxisMap

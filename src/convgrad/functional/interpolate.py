@@ -25,8 +25,8 @@ import numpy as np
 
 from ..ops import resampling as K
 from ..tensor import Tensor, as_tensor, cat
-from ..tensor.resampling import Resample
 from ..tensor.axis_matrix import AxisMap, AxisMatrix
+from ..tensor.resampling import Resample
 from .adaptive_pooling import _adaptive_avg, check_output_size
 from .conv import conv_general
 from .resampling import cubic_matrix, linear_matrix, nearest_index, upsampling_kernel

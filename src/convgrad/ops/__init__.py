@@ -4,10 +4,10 @@
 are the only places in convgrad that do convolution arithmetic.
 """
 
+from . import pooling, resampling  # noqa: F401 (declare the pool and resample families)
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
 from .heap import tune_malloc
 from .onednn import available as onednn_available
-from . import pooling, resampling  # noqa: F401 (declare the pool and resample families)
 from .registry import prefer
 from .spec import ConvSpec
 

@@ -91,12 +91,12 @@ class PoolPlan(Execution):
         # NCHW: oneDNN's plain kernel (simple_nchw) measured 2.2x torch on (8, 64, 64, 64)
         # 3x3/2 max pooling forward and backward; its channel-blocked jit kernel with the
         # reorders 1.2x: block the channels (16 for AVX-512, else 8), plain if neither runs
-        attempts: list = [(x_md, y_md)]
+        attempts: list = [(x_md, y_md, 0)]
         if not dense_channels_last(self.x_shape, self.x_strides) and self.x_shape[1] > 1:
             attempts[:0] = [(self._tagged(self.x_shape, b), self._md(self.y_shape,
                                                                       tag=L.FORMAT_ANY), b)
                             for b in (16, 8)]
-        for x_prim, y_any, *block in attempts:
+        for x_prim, y_any, block in attempts:
             try:
                 fwd = create("dnnl_pooling_forward_primitive_desc_create", prop, alg, x_prim,
                              y_any, *params, attr)
@@ -112,12 +112,12 @@ class PoolPlan(Execution):
             lib.call("dnnl_primitive_desc_query", pd, L.QUERY_IMPL_INFO_STR, 0,
                      ctypes.byref(info))
             impl = (info.value or b"?").decode()
+            self.blocked = block  # the channel block of the arena's copies (0: none)
             if not impl.startswith("ref"):
                 break
         if impl.startswith("ref"):
             raise Unsupported(f"oneDNN has only its reference implementation ({impl})")
         self.name = f"onednn:{impl}"
-        self.blocked = block[0] if block else 0  # the channel block of the arena's copies
         ws_md = query(fwd, L.QUERY_WORKSPACE_MD, 0) if name.startswith("max") else None
         if ws_md:
             self.ws_bytes = int(lib.raw("dnnl_memory_desc_get_size")(ws_md))

@@ -14,12 +14,12 @@ import ctypes
 
 import numpy as np
 
+from ..parallel import num_threads
 from . import _Cache, _library
 from . import _library as L
 from ._geometry import Unsupported
 from ._plan import _normalized, elem_strides
-from ._runtime import F32, ITEMSIZE, Execution, Operand, build_with_threads
-from ..parallel import num_threads
+from ._runtime import ITEMSIZE, Execution, Operand, build_with_threads
 
 __all__ = ["ResamplePlan", "resample_plan"]
 
