@@ -18,7 +18,9 @@ from convgrad.tensor import conv as C
 from convgrad.tensor import elementwise as E
 from convgrad.tensor import gather as G
 from convgrad.tensor import hooks as H
+from convgrad.tensor import pooling as P
 from convgrad.tensor import reduce as R
+from convgrad.tensor import resampling as RS
 from convgrad.tensor import shape as S
 from convgrad.tensor.activation import (
     ELU,
@@ -46,7 +48,34 @@ IDX = np.array([[0, 2, 1], [1, 0, 2]])
 
 # cls -> (apply(*tensors) -> Tensor, the float inputs[, their positions in apply's arguments
 # where other arguments come first])
+def arr32(*shape):
+    return arr(*shape).astype(np.float32)
+
+
+_WINDOW = ((2, 2), (2, 2), (1, 1), (0, 0), (0, 0))
+
+
+_POOLED = arr32(1, 2, 4, 4)
+
+
+def _max_pool_grad(g):
+    x = _POOLED
+    y = F.max_pool2d(cg.tensor(x, requires_grad=True), 2)
+    return P.MaxPoolGrad.apply(g, ws=y.grad_fn.ws, window=_WINDOW, x_shape=x.shape, like=x)
+
+
 SAMPLES = {
+    P.MaxPool: (lambda x: F.max_pool2d(x, 2), [arr32(1, 2, 4, 4)]),
+    RS.Resample: (lambda x: RS.Resample.apply(x, y_shape=(1, 2, 4, 4), mode="nearest"),
+                  [arr32(1, 2, 2, 2)]),
+    RS.ResampleGrad: (lambda g: RS.ResampleGrad.apply(g, x_shape=(1, 2, 2, 2), mode="nearest",
+                                                      like=arr32(1, 2, 2, 2)),
+                      [arr32(1, 2, 4, 4)]),
+    P.MaxPoolGrad: (_max_pool_grad, [arr32(1, 2, 2, 2)]),
+    P.AvgPool: (lambda x: F.avg_pool2d(x, 2), [arr32(1, 2, 4, 4)]),
+    P.AvgPoolGrad: (lambda g: P.AvgPoolGrad.apply(g, window=_WINDOW, x_shape=(1, 2, 4, 4),
+                                                  include_pad=True, like=arr32(1, 2, 4, 4)),
+                    [arr32(1, 2, 2, 2)]),
     E.Add: (lambda a, b: E.Add.apply(a, b), [arr(2, 3), arr(2, 3)]),
     E.Sub: (lambda a, b: E.Sub.apply(a, b), [arr(2, 3), arr(2, 3)]),
     E.Mul: (lambda a, b: E.Mul.apply(a, b), [arr(2, 3), arr(2, 3)]),

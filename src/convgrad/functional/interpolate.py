@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import resampling as K
 from ..tensor import Tensor, as_tensor, cat
 from ..tensor.axis_matrix import AxisMap, AxisMatrix
+from ..tensor.resampling import Resample
 from .adaptive_pooling import _adaptive_avg, check_output_size
 from .conv import conv_general
 from .resampling import cubic_matrix, linear_matrix, nearest_index, upsampling_kernel
@@ -165,6 +167,10 @@ def interpolate(input: Any, size: Any = None, scale_factor: Any = None, mode: st
 
     if mode == "area":
         return _adaptive_avg(fn, nd, x, out)
+    fast = ("nearest" if mode == "nearest" else "linear" if mode in (
+        "linear", "bilinear", "trilinear") else None)
+    if fast and K.choose(fast, x.data, out, scales, bool(align_corners)) == "onednn":
+        return Resample.apply(x, y_shape=(*x.shape[:2], *out), mode=fast)
     if mode in ("nearest", "nearest-exact"):
         return _nearest(x, out, scales, mode == "nearest-exact")
     cubic = mode == "bicubic"

@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import pooling as K
 from ..tensor import Tensor, as_tensor
+from ..tensor.pooling import AvgPool, MaxPool
 from .conv import conv_general
 from .conv_args import per_dim
 
@@ -90,6 +92,12 @@ def _avg_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
     # side so that exactly `out` windows fit
     pads = tuple((pp, (o - 1) * ss + kk - nn - pp)
                  for nn, kk, ss, pp, o in zip(spatial, k, s, p, out))
+    window = (k, s, (1,) * nd, p, tuple(hi for _, hi in pads))
+    if divisor_override is None and K.choose("avg", x.data, (n, c, *out), window,
+                                             bool(count_include_pad)) == "onednn":
+        y = AvgPool.apply(x, window=window, y_shape=(n, c, *out),
+                          include_pad=bool(count_include_pad))
+        return y.squeeze(0) if unbatched else y
     if divisor_override is not None:
         scale = 1.0 / divisor_override
         factors = []
@@ -105,11 +113,16 @@ def _avg_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
                 scale /= count[0]  # a uniform divisor folds into the kernel
             else:
                 factors.append((1.0 / count).reshape(_axis_shape(nd, a, o)))
-    planes = x.reshape(n * c, 1, *spatial)
-    window = np.full((1, 1, *k), scale, dtype=x.dtype)
-    y = conv_general(planes, window, stride=s, padding=pads)
-    for f in factors:
-        y = y * f.astype(x.dtype)
+    with K.POOL.record("avg_pool_forward", x.shape, (n, c, *out)) as rec:
+        rec.algorithm = "numpy"  # a box convolution per plane (its backward too)
+        if tuple(k) == tuple(spatial) and scale == 1.0 / np.prod(spatial) and not any(p):
+            y = x.mean(tuple(range(2, 2 + nd)), keepdim=True)  # one window: the mean
+            return y.squeeze(0) if unbatched else y
+        planes = x.reshape(n * c, 1, *spatial)
+        box = np.full((1, 1, *k), scale, dtype=x.dtype)
+        y = conv_general(planes, box, stride=s, padding=pads)
+        for f in factors:
+            y = y * f.astype(x.dtype)
     y = y.reshape(n, c, *out)
     return y.squeeze(0) if unbatched else y
 
@@ -158,9 +171,37 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
     k, s, p, d, out = _window_args(fn, x, nd, kernel_size, stride, padding, dilation,
                                    ceil_mode)
     spatial = x.shape[2:]
+    # the right padding that makes exactly `out` windows fit (negative: a crop)
+    right = tuple((o - 1) * ss + dd * (kk - 1) + 1 - nn - pp
+                  for nn, kk, ss, pp, dd, o in zip(spatial, k, s, p, d, out))
+    window = (k, s, d, p, right)
+    y_shape = (*x.shape[:2], *out)
+    if K.choose("max", x.data, y_shape, window) == "onednn":
+        if return_indices:  # the indices from oneDNN's workspace, the values gathered
+            _, ws = K.max_pool_forward(x.data, y_shape, window)
+            flat = K.max_pool_indices(ws, x.shape, y_shape, window, x.data)
+            y = flat_gather(x, flat)
+        else:
+            y = MaxPool.apply(x, window=window, y_shape=y_shape)
+            return y.squeeze(0) if unbatched else y
+    else:
+        with K.POOL.record("max_pool_forward", x.shape, y_shape) as rec:
+            rec.algorithm = "numpy"  # composed of Tensor operations (their backward too)
+            y, flat = _max_pool_numpy(x, k, s, p, d, out, right)
+    if unbatched:
+        y, flat = y.squeeze(0), flat[0]
+    if return_indices:
+        return y, Tensor._wrap(flat)
+    return y
+
+
+def _max_pool_numpy(x: Tensor, k: tuple, s: tuple, p: tuple, d: tuple, out: tuple,
+                    right: tuple) -> tuple[Tensor, np.ndarray]:
+    """The reference: the maxima gathered from x, and their flat indices."""
+    nd = len(k)
+    spatial = x.shape[2:]
     # pad with -inf so that every tap of every window is a plain strided view
-    hi = [max((o - 1) * ss + dd * (kk - 1) + 1 - nn - pp, 0)
-          for nn, kk, ss, pp, dd, o in zip(spatial, k, s, p, d, out)]
+    hi = [max(r, 0) for r in right]
     xp = x.data
     if any(p) or any(hi):
         xp = np.pad(xp, [(0, 0), (0, 0)] + [(pp, h) for pp, h in zip(p, hi)],
@@ -197,12 +238,7 @@ def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, paddi
     for a in range(nd):
         coord = (np.arange(out[a]) * s[a] - p[a]).reshape(_axis_shape(nd, a, out[a]))
         flat = flat * spatial[a] + (coord + offs[a] * d[a])
-    y = flat_gather(x, flat)
-    if unbatched:
-        y, flat = y.squeeze(0), flat[0]
-    if return_indices:
-        return y, Tensor._wrap(flat)
-    return y
+    return flat_gather(x, flat), flat
 
 
 def max_pool1d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 0,

@@ -6,7 +6,13 @@ are the only places in convgrad that do convolution arithmetic.  Importing the p
 declares every kernel family (``prefer`` checks names against them).
 """
 
-from . import eltwise, normalization, update  # noqa: F401 (each declares its kernel family)
+from . import (  # noqa: F401 (each declares its kernel family)
+    eltwise,
+    normalization,
+    pooling,
+    resampling,
+    update,
+)
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
 from .heap import tune_malloc
 from .onednn import available as onednn_available

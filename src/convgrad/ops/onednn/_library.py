@@ -33,13 +33,18 @@ BACKWARD = 128  # data and the normalisation's scale/shift gradients
 # dnnl_normalization_flags_t
 USE_GLOBAL_STATS, USE_SCALE, USE_SHIFT, FUSE_NORM_RELU = 0x1, 0x2, 0x4, 0x8
 CONVOLUTION_DIRECT, DECONVOLUTION_DIRECT = 0x1, 0xA
+POOLING_MAX, POOLING_AVG_INCLUDE_PADDING, POOLING_AVG_EXCLUDE_PADDING = 0x1FF, 0x2FF, 0x3FF
+RESAMPLING_NEAREST, RESAMPLING_LINEAR = 0x2FFF0, 0x2FFF1
 SCRATCHPAD_USER = 1
 # dnnl_query_t
 QUERY_IMPL_INFO_STR = 8
 QUERY_SRC_MD, QUERY_DIFF_SRC_MD, QUERY_WEIGHTS_MD, QUERY_DIFF_WEIGHTS_MD = 129, 130, 131, 132
 QUERY_DST_MD, QUERY_DIFF_DST_MD, QUERY_WORKSPACE_MD, QUERY_SCRATCHPAD_MD = 133, 134, 135, 136
+QUERY_DATA_TYPE = 258  # of a memory descriptor (dnnl_memory_desc_query)
+# dnnl_data_type_t of a workspace
+S32, U8 = 4, 6
 # execution argument indices (DNNL_ARG_*)
-ARG_SRC, ARG_DST, ARG_WEIGHTS, ARG_BIAS, ARG_SCRATCHPAD = 1, 17, 33, 41, 80
+ARG_SRC, ARG_DST, ARG_WEIGHTS, ARG_BIAS, ARG_WORKSPACE, ARG_SCRATCHPAD = 1, 17, 33, 41, 64, 80
 ARG_DIFF_SRC, ARG_DIFF_DST, ARG_DIFF_WEIGHTS, ARG_DIFF_BIAS = 129, 145, 161, 169
 ARG_FROM, ARG_TO = ARG_SRC, ARG_DST
 ARG_SRC_1 = 2
@@ -51,7 +56,7 @@ ELTWISE_ALGS = {
     "logistic_use_dst_for_bwd": 0x104,
 }
 BINARY_ALGS = {"add": 0x1FFF0, "mul": 0x1FFF1, "div": 0x1FFF4, "sub": 0x1FFF5}
-ARG_MEAN, ARG_VARIANCE, ARG_SCALE, ARG_SHIFT, ARG_WORKSPACE = 49, 50, 51, 52, 64
+ARG_MEAN, ARG_VARIANCE, ARG_SCALE, ARG_SHIFT = 49, 50, 51, 52
 ARG_DIFF_SCALE, ARG_DIFF_SHIFT = 255, 256
 
 _STATUS = {1: "out of memory", 2: "invalid arguments", 3: "unimplemented",
@@ -84,10 +89,13 @@ _SIGNATURES = {
                                                         ctypes.c_int]),
     "dnnl_memory_desc_create_with_strides": (ctypes.c_int, [_PP, ctypes.c_int, Dims,
                                                             ctypes.c_int, Dims]),
+    "dnnl_memory_desc_create_with_string_tag": (ctypes.c_int, [_PP, ctypes.c_int, Dims,
+                                                               ctypes.c_int, ctypes.c_char_p]),
     "dnnl_memory_desc_create_submemory": (ctypes.c_int, [_PP, _P, Dims, Dims]),
     "dnnl_memory_desc_destroy": (ctypes.c_int, [_P]),
     "dnnl_memory_desc_equal": (ctypes.c_int, [_P, _P]),
     "dnnl_memory_desc_get_size": (ctypes.c_size_t, [_P]),
+    "dnnl_memory_desc_query": (ctypes.c_int, [_P, ctypes.c_int, _P]),
     "dnnl_memory_create": (ctypes.c_int, [_PP, _P, _P, _P]),
     "dnnl_memory_set_data_handle": (ctypes.c_int, [_P, _P]),
     "dnnl_memory_destroy": (ctypes.c_int, [_P]),
@@ -119,6 +127,18 @@ _SIGNATURES["dnnl_eltwise_backward_primitive_desc_create"] = (
 _SIGNATURES["dnnl_binary_primitive_desc_create"] = (
     ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, _P, _P])
 _PARAMS = [Dims, Dims, Dims, Dims]  # strides, dilates, padding_l, padding_r
+# pooling: (pd, engine, [prop_kind,] alg_kind, src or diff_src, dst or diff_dst, strides,
+# kernel, dilation, padding_l, padding_r, [hint,] attr)
+_SIGNATURES["dnnl_pooling_forward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, ctypes.c_int, _P, _P, Dims, *_PARAMS, _P])
+_SIGNATURES["dnnl_pooling_backward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, Dims, *_PARAMS, _P, _P])
+# resampling: (pd, engine, [prop_kind,] alg_kind, factors (float*, NULL: from the shapes),
+# src or diff_src, dst or diff_dst, [hint,] attr)
+_SIGNATURES["dnnl_resampling_forward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, ctypes.c_int, _P, _P, _P, _P])
+_SIGNATURES["dnnl_resampling_backward_primitive_desc_create"] = (
+    ctypes.c_int, [_PP, _P, ctypes.c_int, _P, _P, _P, _P, _P])
 for _kind in ("convolution", "deconvolution"):
     # (pd, engine, [prop_kind,] alg_kind, 3 or 4 memory descs, params, [hint,] attr)
     _SIGNATURES[f"dnnl_{_kind}_forward_primitive_desc_create"] = (
