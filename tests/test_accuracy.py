@@ -437,3 +437,28 @@ def test_every_parameter_gradient_of_a_network(name):
         if ours_err > 2 * max(torch_err, ROUNDING):
             worse[n] = f"{ours_err:.2e} vs torch's {torch_err:.2e}"
     assert not worse, f"{name}: convgrad's float32 error above 2x torch's (medians): {worse}"
+
+
+@pytest.mark.parametrize("case", ["channels_last_stats", "nchw_stats", "channels_last_hw",
+                                  "nchw_hw", "strided"])
+def test_a_large_sum_split_across_threads_has_the_same_bits(case, monkeypatch):
+    """Each thread sums a range of the kept positions with the same algorithm, so the
+    result does not depend on the thread count (oracle: the same sum on one thread)."""
+    from convgrad.ops import reduction
+
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((8, 48, 40, 40)).astype(np.float32) + 3.0
+    axes = (0, 2, 3) if case.endswith("stats") else (2, 3)
+    if case.startswith("channels_last"):
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    if case == "strided":
+        x = x[:, :, ::2]  # neither pairwise nor blocked: the float64 path
+    assert x.size >= reduction.PARALLEL_MIN_SIZE // 2
+    monkeypatch.setattr(reduction, "PARALLEL_MIN_SIZE", 1 << 10)
+    results = []
+    for threads in (1, 3):
+        monkeypatch.setattr(reduction, "num_threads", lambda t=threads: t)
+        results.append(reduction.total(x, axes))
+    np.testing.assert_array_equal(results[0], results[1])
+    want = x.astype(np.float64).sum(axis=axes)
+    assert np.max(np.abs(results[1] - want) / np.abs(want)) < 2.0 ** -22
