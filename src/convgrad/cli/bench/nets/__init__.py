@@ -161,7 +161,9 @@ def shrink(w: Any, quick: bool, tiny: bool) -> Any:
 
     n, c, *sp = w.x_shape
     if tiny:
-        small = {"train_resnet18": ((2, c, 64, 64), {}),  # layer4 at 2x2
+        # ResNet: layer4 at 2x2 (at 1x1 batch norm of two values per channel amplifies
+        # rounding: measured 7e-3 gradient error against torch, near the tolerance)
+        small = {"train_resnet18": ((2, c, 64, 64), {}),
                  "train_unet": ((1, c, 16, 16), {}),
                  "train_unet3d": ((1, c, 16, 16, 16), {}),
                  "train_dcgan": ((2, c, 64, 64), {"ngf": 8, "ndf": 8, "nz": 16})}[w.op]
