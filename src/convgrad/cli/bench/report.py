@@ -81,7 +81,7 @@ def format_first_steps(results: Sequence[PassResult], peers: Sequence[str]) -> s
         return ""
     shown = [n for n in impls if any(n in r.first for r in rows)]
     head = ["id", *(f"{n} first ms" for n in shown)]
-    cells = [[r.workload.id, *(_f(r.first[n] * 1e3, ".0f") if n in r.first else "-"
+    cells = [[f"{r.workload.id}:", *(_f(r.first[n] * 1e3, ".0f") if n in r.first else "-"
                                for n in shown)] for r in rows]
     widths = [max(len(str(x)) for x in col) for col in zip(head, *cells)]
     lines = ["  ".join(c.rjust(wd) if i else c.ljust(wd) for i, (c, wd) in
