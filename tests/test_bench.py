@@ -157,8 +157,8 @@ def test_bench_quick_w2_against_torch(monkeypatch, tmp_path, capsys):
     assert data["agreement"] is True and data["agreement_checked"] == len(PASSES)
     assert data["failures"] == [] and data["tolerance"] == runner.TOLERANCE
     assert data["quick"] is True and data["runs"] == 3
-    # torch brings its channels_last twin along; it runs the network workloads only
-    assert data["implementations"] == ["convgrad", "torch", "torch_cl"]
+    # torch brings its channels_last and torch.compile twins along; they run networks only
+    assert data["implementations"] == ["convgrad", "torch", "torch_cl", "torch_compile"]
     env = data["environment"]
     for k in ("numpy", "torch", "convgrad"):
         assert env["versions"][k]
@@ -179,6 +179,7 @@ def test_bench_quick_w2_against_torch(monkeypatch, tmp_path, capsys):
         assert p["ratio"]["torch"] > 0
         assert p["agree"] is True and p["reference"] == "torch"
         assert "torch_cl" not in p["times_ms"] and "network" in p["skipped"]["torch_cl"]
+        assert "torch_compile" not in p["times_ms"] and "N3-N6" in p["skipped"]["torch_compile"]
         errs = p["checks"]["torch"]["max_rel_err"]
         assert errs and all(e is not None and e <= runner.TOLERANCE for e in errs.values())
         assert "conv_forward" in p["algorithms"] and p["algorithms"]["conv_forward"]

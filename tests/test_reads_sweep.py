@@ -34,6 +34,7 @@ from convgrad.tensor.activation import (
 )
 from convgrad.tensor.axis_matrix import AxisMap
 from convgrad.tensor.loss import BinaryCrossEntropy
+from convgrad.tensor.memory_format import ToMemoryFormat
 from convgrad.tensor.normalization import BatchNorm, BatchNormReLU, Standardize
 
 RNG = np.random.default_rng(0)
@@ -95,6 +96,7 @@ SAMPLES = {
               [arr(2, 3), arr(2, 3)], (1, 2)),
     E.Cast: (lambda a: E.Cast.apply(a, dtype=np.dtype(np.float32)), [arr(2, 3)]),
     E.Clone: (lambda a: E.Clone.apply(a), [arr(2, 3)]),
+    ToMemoryFormat: (lambda a: ToMemoryFormat.apply(a, channels_last=True), [arr(2, 3, 4, 5)]),
     E.Assign: (lambda a, b: E.Assign.apply(a, b), [arr(2, 3), arr(2, 3)]),
     E.IndexPut: (lambda a, b: E.IndexPut.apply(a, b, index=(slice(0, 1),)), [arr(2, 3), arr(1, 3)]),
     R.Sum: (lambda a: R.Sum.apply(a, dims=(1,), keepdim=False), [arr(2, 3)]),

@@ -89,6 +89,13 @@ from .tensor.functions import (
     unsqueeze,
 )
 from .tensor.lazy import compute
+from .tensor.memory_format import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 
 __version__ = "0.1.0"
 
@@ -104,7 +111,8 @@ __all__ = [
     "device", "cuda", "accelerator", "float32", "float64", "float16", "half", "double", "int32",
     "int64", "long", "uint8", "full", "empty", "zeros_like", "ones_like", "full_like",
     "empty_like", "rand", "rand_like", "randn_like", "randint", "randperm", "arange", "linspace",
-    "eye", "from_dlpack",
+    "eye", "from_dlpack", "memory_format", "contiguous_format", "channels_last",
+    "channels_last_3d", "preserve_format",
 ]
 
 

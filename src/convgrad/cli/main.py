@@ -106,8 +106,12 @@ def build_parser() -> argparse.ArgumentParser:
                        "installed peer, side by side.")
     p.add_argument("--quick", action="store_true", help="fewer runs and smaller shapes")
     p.add_argument("--against", default="torch,jax,mlx",
-                   help="peers, comma separated (torch, torch_cl, jax, mlx; torch brings "
-                   "torch_cl, its channels_last twin for N1 and N2, along)")
+                   help="peers, comma separated (torch, torch_cl, torch_compile, jax, mlx; "
+                   "torch brings torch_cl, its channels_last twin for the networks, and "
+                   "torch_compile, torch.compile for N3-N6, along)")
+    p.add_argument("--breakdown", default=None, metavar="IDS",
+                   help="instead of the suite: a per-layer and per-kind time breakdown of "
+                   "one training step of these networks (N3-N6), convgrad vs torch")
     p.add_argument("--json", default=None, help="write results as JSON to this file")
     p.add_argument("--plot", default=None, help="write a PNG chart of the ratios to this file")
     p.add_argument("--only", default=None,

@@ -333,14 +333,19 @@ class Module:
                 p.grad = Tensor._wrap(np.zeros_like(p.data))
 
     def to(self, *args: Any, dtype: Any = None, device: Any = None,
-           non_blocking: bool = False) -> Module:
-        """As torch: ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``.
+           non_blocking: bool = False, memory_format: Any = None) -> Module:
+        """As torch: ``to(device)``, ``to(dtype)``, ``to(device, dtype)``, ``to(tensor)``,
+        ``to(memory_format=...)``.
 
         The device must be the CPU (``"cpu"`` changes nothing, any other device is a
         ValueError); only an explicit dtype (float32 or float64) casts every parameter and
-        floating buffer in place.  Integer buffers (counters) keep their dtype.  Returns
-        ``self``.
+        floating buffer in place.  Integer buffers (counters) keep their dtype.
+        ``memory_format`` relays out every 4-d and 5-d parameter and floating buffer in
+        place (torch's rule: a channels-last format of the wrong rank for one of them is
+        a RuntimeError).  Returns ``self``.
         """
+        if memory_format is not None:
+            self._to_memory_format(memory_format)
         for a in args:
             if isinstance(a, Tensor):
                 dtype = a.dtype if dtype is None else dtype
@@ -361,6 +366,24 @@ class Module:
                 if b is not None and b.dtype.kind == "f" and b.dtype != dt:
                     m._buffers[name] = b.astype(dt)
         return self
+
+    def _to_memory_format(self, memory_format: Any) -> None:
+        from ..tensor import memory_format as _mf
+
+        fmt = _mf.check_format("to", memory_format)
+        for p in self.parameters():
+            if p.data.ndim in (4, 5):
+                _mf.check_rank(fmt, p.data.ndim)
+        for p in self.parameters():
+            if p.data.ndim in (4, 5) and not _mf.is_in_format(p.data, fmt):
+                p.data = Tensor._wrap(p.data).contiguous(memory_format=fmt).data
+                if p.grad is not None:
+                    p.grad = p.grad.contiguous(memory_format=fmt)
+        for m in self.modules():
+            for name, b in m._buffers.items():
+                if b is not None and b.ndim in (4, 5) and b.dtype.kind == "f":
+                    _mf.check_rank(fmt, b.ndim)
+                    m._buffers[name] = Tensor._wrap(b).contiguous(memory_format=fmt).data
 
     def cpu(self) -> Module:
         """``self``: convgrad modules live on the CPU."""

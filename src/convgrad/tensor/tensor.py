@@ -25,6 +25,7 @@ from . import gather as _ga
 from . import hooks as _hooks
 from . import inplace as _inplace
 from . import lazy as _lazy
+from . import memory_format as _mf
 from . import reduce as _red
 from . import return_types as _rt
 from . import shape as _sh
@@ -300,6 +301,29 @@ class Tensor(InPlaceMixin, TorchMethodsMixin):
         """A copy with its own memory; differentiable (the gradient passes unchanged)."""
         return _ew.Clone.apply(self)
 
+    def is_contiguous(self, memory_format: Any = _mf.contiguous_format) -> bool:
+        """Whether the memory is dense in ``memory_format`` (torch's rule: the strides of
+        size-1 dims do not matter; a channels-last format on another rank: False)."""
+        return _mf.is_in_format(self.data, _mf.check_format("is_contiguous", memory_format))
+
+    def contiguous(self, memory_format: Any = _mf.contiguous_format) -> Tensor:
+        """Self when dense in ``memory_format`` already, else a differentiable copy laid
+        out so (``channels_last``: a 4-d tensor stored as (N, H, W, C);
+        ``channels_last_3d``: 5-d, (N, D, H, W, C)).  The values are unchanged."""
+        fmt = _mf.check_format("contiguous", memory_format)
+        if fmt is _mf.preserve_format:
+            if self.data.flags.c_contiguous:
+                return self
+            raise RuntimeError("preserve memory format is unsupported by the contiguous "
+                               "operator")
+        return self._in_format(fmt)
+
+    def _in_format(self, fmt: Any) -> Tensor:
+        _mf.check_rank(fmt, self.data.ndim)
+        if fmt is _mf.preserve_format or _mf.is_in_format(self.data, fmt):
+            return self
+        return _mf.ToMemoryFormat.apply(self, channels_last=fmt is not _mf.contiguous_format)
+
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False) -> None:
         """Accumulate d(self)/d(leaf) into the ``.grad`` of every leaf requiring grad.
@@ -555,7 +579,16 @@ class Tensor(InPlaceMixin, TorchMethodsMixin):
 
     # -- dtype and device conversions
     def to(self, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False,
-           non_blocking: bool = False) -> Tensor:
+           non_blocking: bool = False, memory_format: Any = _mf.preserve_format) -> Tensor:
+        """This tensor in ``dtype`` and ``memory_format`` (self when nothing changes, unless
+        ``copy``); see :meth:`_to_dtype` and :meth:`contiguous`."""
+        fmt = _mf.check_format("to", memory_format)
+        out = self._to_dtype(*args, dtype=dtype, device=device, copy=copy,
+                             non_blocking=non_blocking)
+        return out._in_format(fmt)
+
+    def _to_dtype(self, *args: Any, dtype: Any = None, device: Any = None, copy: bool = False,
+                  non_blocking: bool = False) -> Tensor:
         """This tensor in ``dtype`` (self when it has it already, unless ``copy``).
 
         As torch: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)`` (its

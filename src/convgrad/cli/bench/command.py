@@ -68,8 +68,13 @@ def run_bench(args: Any) -> int:
 
     0: every check passed; 1: convgrad disagreed with the reference peer or failed;
     2: bad options.  ``torch`` in ``--against`` brings ``torch_cl`` (torch with
-    channels_last tensors, for the network workloads) along; either may be named alone.
+    channels_last tensors, for the network workloads) and ``torch_compile`` (N3-N6) along;
+    each may be named alone.
     """
+    if getattr(args, "breakdown", None):
+        from .breakdown import run_breakdown
+
+        return run_breakdown(args)
     session = _load(args)
     if isinstance(session, int):
         return session
@@ -84,7 +89,8 @@ def _load(args: Any) -> _Session | int:
     out = sys.stdout
     quick = bool(getattr(args, "quick", False))
     tiny = tiny_requested()
-    known = ("torch", "torch_cl", "jax", "mlx")
+    known = ("torch", "torch_cl", "torch_compile", "jax", "mlx")
+    family = ("torch", "torch_cl", "torch_compile")
     against = [s.strip().lower() for s in (getattr(args, "against", None) or "").split(",")
                if s.strip()]
     unknown = [p for p in against if p not in known]
@@ -92,7 +98,7 @@ def _load(args: Any) -> _Session | int:
         print(f"convgrad bench: --against: unknown peer(s) {', '.join(unknown)}; "
               f"expected some of {', '.join(known)}", file=sys.stderr)
         return 2
-    against = [q for p in against for q in (("torch", "torch_cl") if p == "torch" else (p,))]
+    against = [q for p in against for q in (family if p == "torch" else (p,))]
     try:
         selected = select(getattr(args, "only", None))
     except ValueError as e:
@@ -111,7 +117,7 @@ def _load(args: Any) -> _Session | int:
         impl = make_impl(name, THREADS)
         try:
             version = impl.load()
-            if name != "torch_cl":  # the same library as torch
+            if name not in family[1:]:  # the same library as torch
                 versions[name] = version
         except Exception as e:  # ImportError, or a broken install
             skipped_peers[name] = f"cannot import: {type(e).__name__}: {e}"
@@ -183,6 +189,7 @@ def _report(args: Any, s: _Session, ran: _Ran) -> int:
     from .report import (
         build_json,
         format_environment,
+        format_first_steps,
         format_peak,
         format_table,
         mismatch_lines,
@@ -194,6 +201,10 @@ def _report(args: Any, s: _Session, ran: _Ran) -> int:
     out, results, peers = sys.stdout, ran.results, s.peers
     print(file=out)
     print(format_table(results, peers), file=out)
+    first = format_first_steps(results, peers)
+    if first:
+        print(file=out)
+        print(first, file=out)
     print(file=out)
     print(format_peak(ran.peak, results, peers), file=out)
     print(format_environment(ran.env), file=out)

@@ -21,6 +21,11 @@ def make_inputs(w: Workload, seed: int = 0) -> Inputs:
     """
     rng = np.random.default_rng(seed)
     f32 = np.float32
+    if w.is_real_net:
+        from .nets import make_net_inputs
+
+        x, target = make_net_inputs(w, rng)
+        return Inputs(x=x, y_target=target, params=initial_params(w, rng))
     if w.is_network:
         x = rng.standard_normal(w.x_shape, dtype=f32)
         if w.op == "train_classifier":

@@ -1,4 +1,7 @@
-"""The network workloads (N1, N2): one training step, in convgrad and in torch.
+"""The network workloads (N1-N6): one training step, in convgrad and in torch.
+
+N1 and N2 are defined here; N3-N6, the real networks, in :mod:`.nets` (one module per
+network, written once for both libraries); the functions below hand those over.
 
 A step is ``zero_grad``, the loss of one batch, ``backward`` and one Adam update.
 Both implementations start from the same weights (:func:`initial_params`, drawn by
@@ -41,7 +44,8 @@ from ...tensor import Tensor
 from .errors import max_rel_error, rel_l2_error
 from .workloads import Inputs, Workload
 
-__all__ = ["Classifier", "GRAD_TOLERANCE", "initial_params", "param_names", "result_keys",
+__all__ = ["Classifier", "GRAD_TOLERANCE", "initial_params", "param_names", "loss_keys",
+           "result_keys",
            "convgrad_step", "torch_step", "rel_l2_error", "torch_adam_step", "check_step"]
 
 #: gradients agree when ||ours - theirs||_2 / ||theirs||_2 <= GRAD_TOLERANCE (see above)
@@ -67,6 +71,10 @@ class Classifier(nn.Module):
 
 
 def _convgrad_model(w: Workload, rng: Any = None) -> nn.Module:
+    if w.is_real_net:
+        from .nets import model_class
+
+        return model_class(w.op, "convgrad")(**w.kwargs)
     if w.op == "train_classifier":
         return Classifier(w.kwargs["classes"], rng=rng)
     from ..demo.training import DenoisingAutoencoder
@@ -76,6 +84,10 @@ def _convgrad_model(w: Workload, rng: Any = None) -> nn.Module:
 
 def initial_params(w: Workload, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """The network's initial weights (convgrad's initialisation drawn from ``rng``)."""
+    if w.is_real_net:
+        from .nets import initial_state
+
+        return initial_state(w, rng)
     return dict(_convgrad_model(w, rng).state_dict())
 
 
@@ -83,13 +95,22 @@ def param_names(w: Workload) -> list[str]:
     return [name for name, _ in _convgrad_model(w, np.random.default_rng(0)).named_parameters()]
 
 
+def loss_keys(w: Workload) -> tuple[str, ...]:
+    """The losses a step reports (DCGAN: the discriminator's and the generator's)."""
+    return ("loss", "loss_g") if w.op == "train_dcgan" else ("loss",)
+
+
 def result_keys(w: Workload) -> tuple[str, ...]:
     names = param_names(w)
-    return ("loss", *(f"grad/{n}" for n in names), *(f"param/{n}" for n in names))
+    return (*loss_keys(w), *(f"grad/{n}" for n in names), *(f"param/{n}" for n in names))
 
 
 def convgrad_step(w: Workload, inp: Inputs) -> tuple[Any, Any]:
     """(run, to_numpy): ``run()`` takes one training step and returns the loss."""
+    if w.is_real_net:
+        from .nets import build_step
+
+        return build_step(w, inp, "convgrad")
     import convgrad as cg
     from convgrad.functional import cross_entropy
     from convgrad.optim import Adam
@@ -168,6 +189,10 @@ def _torch_model(w: Workload) -> Any:
 def torch_step(w: Workload, inp: Inputs, channels_last: bool) -> tuple[Any, Any]:
     """(run, to_numpy) as :func:`convgrad_step`, in torch eager; ``channels_last``: the
     model and the batch in ``torch.channels_last`` memory format."""
+    if w.is_real_net:
+        from .nets import build_step
+
+        return build_step(w, inp, "torch", channels_last=channels_last)
     import torch
     import torch.nn.functional as F
 
@@ -237,6 +262,8 @@ def check_step(w: Workload, inp: Inputs, ours: dict, theirs: dict, tol: float) -
     name the other workloads' checks use).
     """
     names = param_names(w)
+    opt_name = ({"train_resnet18": "torch.optim.SGD", "train_unet": "torch.optim.AdamW"}
+                .get(w.op, "torch.optim.Adam"))
     errors: dict[str, float] = {}
     tols: dict[str, float] = {}
     measure: dict[str, str] = {}
@@ -247,18 +274,21 @@ def check_step(w: Workload, inp: Inputs, ours: dict, theirs: dict, tol: float) -
     def have(d: dict, key: str) -> bool:
         return key in d and d[key] is not None
 
-    put("loss", max_rel_error(ours["loss"], theirs["loss"])
-        if have(ours, "loss") and have(theirs, "loss") else math.inf, tol, "relative max-norm")
+    for k in loss_keys(w):
+        put(k, max_rel_error(ours[k], theirs[k])
+            if have(ours, k) and have(theirs, k) else math.inf, tol, "relative max-norm")
     for n in names:
         k = f"grad/{n}"
         put(k, rel_l2_error(ours[k], theirs[k]) if have(ours, k) and have(theirs, k)
             else math.inf, GRAD_TOLERANCE, "relative 2-norm")
     grads_ok = all(have(ours, f"grad/{n}") for n in names)
-    adam = torch_adam_step(w, inp.params, {n: ours[f"grad/{n}"] for n in names}) \
-        if grads_ok else {}
+    step = torch_adam_step
+    if w.is_real_net:
+        from .nets import reference_update as step
+    adam = step(w, inp.params, {n: ours[f"grad/{n}"] for n in names}) if grads_ok else {}
     for n in names:
         k = f"param/{n}"
         put(k, max_rel_error(ours[k], adam[n]) if have(ours, k) and n in adam else math.inf,
-            tol, "relative max-norm vs torch.optim.Adam on convgrad's gradients")
+            tol, f"relative max-norm vs {opt_name} on convgrad's gradients")
     agree = all(errors[k] <= tols[k] for k in errors)
     return {"agree": agree, "max_rel_err": errors, "tolerance": tols, "measure": measure}

@@ -11,8 +11,10 @@ S1), ``x`` (input gradient), ``weight`` and ``bias`` (their gradients) as the pa
 computes them; for a network's training step, the keys of
 :func:`.networks.result_keys`.
 
-torch runs as two peers: ``torch`` (NCHW) and ``torch_cl`` (the same, with the model
-and batch in ``torch.channels_last`` memory format; network workloads only).
+torch runs as three peers: ``torch`` (NCHW), ``torch_cl`` (the same, with the model
+and batch in ``torch.channels_last`` memory format; network workloads only) and
+``torch_compile`` (the model under ``torch.compile``, inductor, default mode; the real
+networks N3-N6 only; an error there is that peer's, reported, not the bench's).
 
 Heavy libraries (torch, jax, mlx) are imported inside the methods only.
 """
@@ -29,8 +31,8 @@ import numpy as np
 
 from .workloads import Inputs, Workload
 
-__all__ = ["Impl", "Prepared", "ConvgradImpl", "TorchImpl", "TorchChannelsLastImpl", "JaxImpl",
-           "MlxImpl", "PEERS", "needs", "result_keys", "make_impl"]
+__all__ = ["Impl", "Prepared", "ConvgradImpl", "TorchImpl", "TorchChannelsLastImpl",
+           "TorchCompileImpl", "JaxImpl", "MlxImpl", "PEERS", "needs", "result_keys", "make_impl"]
 
 
 def needs(pass_: str) -> tuple[bool, bool, bool]:
@@ -282,6 +284,25 @@ class TorchChannelsLastImpl(TorchImpl):
         return super().unsupported(w, pass_)
 
 
+class TorchCompileImpl(TorchImpl):
+    """torch with every network under ``torch.compile`` (inductor, default mode; N3-N6)."""
+
+    name = "torch_compile"
+
+    def thread_info(self) -> dict:
+        return {}  # the same process and thread pool as the ``torch`` peer
+
+    def unsupported(self, w: Workload, pass_: str) -> str | None:
+        if not w.is_real_net:
+            return "the torch.compile peer runs the real networks (N3-N6) only"
+        return None
+
+    def prepare(self, w: Workload, pass_: str, inp: Inputs) -> Prepared:
+        from .nets import build_step
+
+        return Prepared(*build_step(w, inp, "torch", compiled=True))
+
+
 # ----------------------------------------------------------------------------- JAX
 
 #: appended to XLA_FLAGS before jax first initialises its CPU backend
@@ -478,6 +499,7 @@ class MlxImpl(Impl):
 
 
 PEERS: dict[str, type[Impl]] = {"torch": TorchImpl, "torch_cl": TorchChannelsLastImpl,
+                                "torch_compile": TorchCompileImpl,
                                 "jax": JaxImpl, "mlx": MlxImpl}
 
 

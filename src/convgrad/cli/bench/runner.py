@@ -70,6 +70,8 @@ class PassResult:
     checks: dict[str, dict] = field(default_factory=dict)
     algorithms: dict[str, list[str]] = field(default_factory=dict)  # convgrad kernel -> algos
     kernel_calls: dict[str, int] = field(default_factory=dict)
+    # seconds of the very first run (plans, caches, compilation included), per implementation
+    first: dict[str, float] = field(default_factory=dict)
 
     def median_ms(self, name: str) -> float | None:
         t = self.times.get(name)
@@ -146,14 +148,18 @@ def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: 
         try:
             if name == "convgrad":
                 with profile() as prof:
+                    t0 = time.perf_counter()
                     out = fn()
+                    res.first[name] = time.perf_counter() - t0
                 algos: dict[str, set] = {}
                 for ev in prof.events:
                     algos.setdefault(ev.name, set()).add(ev.algorithm or "")
                     res.kernel_calls[ev.name] = res.kernel_calls.get(ev.name, 0) + 1
                 res.algorithms = {k: sorted(a for a in v if a) for k, v in algos.items()}
             else:
+                t0 = time.perf_counter()
                 out = fn()
+                res.first[name] = time.perf_counter() - t0
             first[name] = fn.to_numpy(out)
             del out
             for _ in range(max(0, warmup - 1)):

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-__all__ = ["PASSES", "MS_PASSES", "STEP_PASSES", "METRIC_OPS", "NETWORK_OPS", "WORKLOADS",
+__all__ = ["PASSES", "MS_PASSES", "STEP_PASSES", "METRIC_OPS", "NETWORK_OPS", "NET_OPS",
+           "WORKLOADS",
            "Workload", "Inputs", "select", "tiny_requested", "TINY_ENV"]
 
 #: forward; forward + every gradient; input gradient only (weight frozen);
@@ -32,7 +33,9 @@ MS_PASSES = ("fwd", "fwd+bwd")
 #: a network workload's one pass: forward, backward and the optimiser's update
 STEP_PASSES = ("step",)
 METRIC_OPS = ("ms_ssim", "ssim")
-NETWORK_OPS = ("train_classifier", "train_autoencoder")
+#: N3-N6, the real networks (defined in :mod:`.nets`)
+NET_OPS = ("train_resnet18", "train_unet", "train_unet3d", "train_dcgan")
+NETWORK_OPS = ("train_classifier", "train_autoencoder", *NET_OPS)
 
 #: every implementation runs on this many threads
 THREADS = 2
@@ -56,6 +59,11 @@ class Workload:
     @property
     def is_network(self) -> bool:
         return self.op in NETWORK_OPS
+
+    @property
+    def is_real_net(self) -> bool:
+        """N3-N6: the real networks of :mod:`.nets` (peers: torch, torch_cl, torch.compile)."""
+        return self.op in NET_OPS
 
     @property
     def is_conv(self) -> bool:
@@ -129,6 +137,10 @@ class Workload:
         """
         w = self
         n, c, *sp = self.x_shape
+        if self.is_real_net:
+            from .nets import shrink
+
+            return shrink(self, quick, tiny)
         if quick and not tiny:
             if n > 1:
                 w = w.with_batch(max(1, n // 4))
@@ -154,6 +166,10 @@ class Workload:
             return f"x {t(self.x_shape)}, {self.kwargs['classes']} classes"
         if self.op == "train_autoencoder":
             return f"x, clean {t(self.x_shape)}"
+        if self.op == "train_dcgan":
+            return f"real {t(self.x_shape)}, z ({self.x_shape[0]}, {self.kwargs['nz']}, 1, 1)"
+        if self.is_real_net:
+            return f"x {t(self.x_shape)}"
         return f"x {t(self.x_shape)}, w {t(self.w_shape)}"
 
     def to_json(self) -> dict:
@@ -192,6 +208,22 @@ WORKLOADS: tuple[Workload, ...] = (
              "0.84 * (1 - MS-SSIM, 5-tap window) + 0.16 * L1; Adam(lr=2e-3)",
              (8, 1, 96, 96), None, {"channels": 32, "win_size": 5, "noise_sigma": 0.1,
                                     "lr": 2e-3}),
+    Workload("N3", "train_resnet18", "ResNet-18 (torchvision's) training step, 10 classes; "
+             "cross-entropy; SGD(lr=0.1, momentum=0.9, weight_decay=1e-4)", (8, 3, 128, 128),
+             None, {"classes": 10, "lr": 0.1, "momentum": 0.9, "weight_decay": 1e-4}),
+    Workload("N4", "train_unet", "the U-Net of examples/train_unet.py (width 16, depth 2, "
+             "GroupNorm, SiLU, bilinear up, concatenated skips); MSE; "
+             "AdamW(lr=2e-3, weight_decay=1e-4)", (8, 1, 64, 64), None,
+             {"channels": 1, "width": 16, "depth": 2, "sigma": 0.1, "lr": 2e-3,
+              "weight_decay": 1e-4}),
+    Workload("N5", "train_unet3d", "3-D U-Net (nnU-Net style: Conv3d-InstanceNorm3d-"
+             "LeakyReLU, 16-32-64, strided down, ConvTranspose3d up); voxel-wise "
+             "cross-entropy; Adam(lr=3e-4)", (2, 1, 64, 64, 64), None,
+             {"in_channels": 1, "classes": 3, "lr": 3e-4}),
+    Workload("N6", "train_dcgan", "DCGAN 64x64 (nz 100, ngf = ndf = 64, N(0, 0.02) "
+             "weights): one D step (real + fake) and one G step; BCE; "
+             "Adam(lr=2e-4, betas=(0.5, 0.999))", (32, 3, 64, 64), None,
+             {"nz": 100, "ngf": 64, "ndf": 64, "lr": 2e-4, "betas": (0.5, 0.999)}),
 )
 
 
