@@ -254,8 +254,17 @@ def torch_adam_step(w: Workload, params: dict[str, np.ndarray],
     return {n: t.detach().numpy() for n, t in ts.items()}
 
 
-def check_step(w: Workload, inp: Inputs, ours: dict, theirs: dict, tol: float) -> dict:
+def check_step(w: Workload, inp: Inputs, ours: dict, theirs: dict, tol: float,
+               spread: dict | None = None) -> dict:
     """convgrad's first step against a peer's (see the module docstring).
+
+    ``spread``: per gradient key, torch's own difference between two float32 runs of the
+    step (NCHW against channels-last); a gradient agrees within twice that when it is
+    above :data:`GRAD_TOLERANCE`.  DCGAN's generator gradients need it: the G step runs
+    through D after D's Adam step, whose first update is about ``lr * sign(grad)``, so
+    a D gradient within rounding of zero moves D by ``2 lr`` (measured: torch NCHW
+    against torch channels-last 1.2e-2 on G's gradients, convgrad against torch NCHW the
+    same 1.2e-2, each against torch float64 8e-6 and 1.2e-2).
 
     Returns ``{"agree", "max_rel_err", "tolerance", "measure"}``: per key the error,
     the tolerance it is held to and how it is measured (``max_rel_err`` keeps the
@@ -279,8 +288,11 @@ def check_step(w: Workload, inp: Inputs, ours: dict, theirs: dict, tol: float) -
             if have(ours, k) and have(theirs, k) else math.inf, tol, "relative max-norm")
     for n in names:
         k = f"grad/{n}"
+        bound = max(GRAD_TOLERANCE, 2 * (spread or {}).get(k, 0.0))
         put(k, rel_l2_error(ours[k], theirs[k]) if have(ours, k) and have(theirs, k)
-            else math.inf, GRAD_TOLERANCE, "relative 2-norm")
+            else math.inf, bound, "relative 2-norm" + (
+                " (within twice torch's own NCHW/channels-last spread)"
+                if bound > GRAD_TOLERANCE else ""))
     grads_ok = all(have(ours, f"grad/{n}") for n in names)
     step = torch_adam_step
     if w.is_real_net:

@@ -43,6 +43,18 @@ KERNEL_SHORT = {"conv_forward": "fwd", "conv_input_grad": "dx", "conv_weight_gra
 # ----------------------------------------------------------------------------- agreement
 
 
+def _torch_spread(first: dict) -> dict | None:
+    """Per gradient key, torch NCHW against torch channels-last (relative 2-norm): how
+    far two float32 runs of the same step land apart (see ``networks.check_step``)."""
+    a, b = first.get("torch"), first.get("torch_cl")
+    if not a or not b:
+        return None
+    from .errors import rel_l2_error
+
+    return {k: rel_l2_error(b[k], a[k]) for k in a
+            if k.startswith("grad/") and a.get(k) is not None and b.get(k) is not None}
+
+
 def check_agreement(ours: dict, ref: dict,
                     tol: float = TOLERANCE) -> tuple[bool, dict[str, float]]:
     """Compare every array of two results; a key missing on either side is a mismatch.
@@ -169,13 +181,14 @@ def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: 
             del prepared[name]
 
     if "convgrad" in first:
+        spread = _torch_spread(first) if w.is_network else None
         for peer, theirs in first.items():
             if peer == "convgrad":
                 continue
             if w.is_network:  # loss, gradients and the optimiser's update, per key
                 from .networks import check_step
 
-                res.checks[peer] = check_step(w, inp, first["convgrad"], theirs, tol)
+                res.checks[peer] = check_step(w, inp, first["convgrad"], theirs, tol, spread)
                 continue
             ok, errs = check_agreement(first["convgrad"], theirs, tol)
             res.checks[peer] = {"agree": ok, "max_rel_err": errs}
