@@ -357,9 +357,10 @@ def test_window_gets_no_weight_gradient_kernel():
         v = ms_ssim(x, b)
         v.backward()
     # 5 scales x 5 filtered maps x 2 separable passes, + 4 average pools of x and of y
-    assert prof.count("conv_forward") == 50 + 8
+    # (the pooling family's kernel on oneDNN, else a convolution with a box window)
+    assert prof.count("conv_forward") + prof.count("avg_pool_forward") == 50 + 8
     # only the maps that depend on x (x, x*x, x*y) need input gradients, + x's 4 pools
-    assert prof.count("conv_input_grad") == 30 + 4
+    assert prof.count("conv_input_grad") + prof.count("avg_pool_backward") == 30 + 4
     assert prof.count("conv_weight_grad") == 0
     assert x.grad is not None
 

@@ -90,6 +90,16 @@ def _algorithm(arrays: tuple, size: int, min_size: int) -> str:
     return "onednn" if onednn.available() else "numpy"
 
 
+def _shape(a: Any) -> tuple:
+    """The shape of an array or a number, never computing a dask array (NumPy's
+    ``np.shape``/``np.size`` would)."""
+    return tuple(getattr(a, "shape", ()))
+
+
+def _size(a: Any) -> int:
+    return int(getattr(a, "size", 1))
+
+
 def _elem(a: np.ndarray) -> tuple:
     return tuple(s // a.itemsize for s in a.strides)
 
@@ -100,10 +110,10 @@ def activation(name: str, x: Any, reference: Callable[[], Any], alpha: float = 0
     and ``beta``; ``reference()`` is the NumPy result; ``supported=False``: oneDNN's
     formula differs from the reference for these parameters.  The result has ``x``'s
     layout."""
-    with ELTWISE.record(f"{name}_forward", np.shape(x)) as rec:
+    with ELTWISE.record(f"{name}_forward", _shape(x)) as rec:
         least = MIN_PIECEWISE_SIZE if name in _PIECEWISE else MIN_ONEDNN_SIZE
         alg = ACTIVATIONS[name][0]
-        if (alg and supported and _algorithm((x,), np.size(x), least) == "onednn"
+        if (alg and supported and _algorithm((x,), _size(x), least) == "onednn"
                 and is_dense(x)):
             n = x.size
             plan = _dnnl.plan("forward", alg, ((n,), (n,)), ((1,), (1,)),
@@ -120,8 +130,8 @@ def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
     """``g f'(x)`` for the activation ``name``, ``x`` its input (its output where the
     backward algorithm reads the output); ``reference`` and ``supported`` as for
     :func:`activation`."""
-    with ELTWISE.record(f"{name}_backward", np.shape(x)) as rec:
-        if (supported and _algorithm((g, x), np.size(x), MIN_ONEDNN_SIZE) == "onednn"
+    with ELTWISE.record(f"{name}_backward", _shape(x)) as rec:
+        if (supported and _algorithm((g, x), _size(x), MIN_ONEDNN_SIZE) == "onednn"
                 and g.shape == x.shape and g.strides == x.strides and is_dense(x)):
             n = x.size
             plan = _dnnl.plan("backward", ACTIVATIONS[name][1], ((n,),) * 3, ((1,),) * 3,
@@ -136,7 +146,7 @@ def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
 def binary(op: str, a: Any, b: Any, reference: Callable[[], Any]) -> Any:
     """``a op b`` (``op`` one of add, sub, mul, div) with NumPy's broadcasting;
     ``reference()`` is the NumPy result."""
-    with ELTWISE.record(op, np.shape(a), np.shape(b)) as rec:
+    with ELTWISE.record(op, _shape(a), _shape(b)) as rec:
         if type(b) in _WEAK or (isinstance(b, np.generic) and b.dtype is _F32):
             b = np.array(b, dtype=np.float32)
         if type(a) in _WEAK and op in ("add", "mul"):

@@ -57,11 +57,11 @@ class Profiler:
     def total_seconds(self, name: str | None = None) -> float:
         return sum(e.seconds for e in self.events if name is None or e.name == name)
 
-    def summary(self) -> str:
+    def summary(self, family: str | None = None) -> str:
         """A table with one row per kernel name (in the order they first ran): its family,
-        calls, total time, GFLOP/s and the algorithms."""
+        calls, total time, GFLOP/s and the algorithms; only ``family``'s kernels if given."""
         rows: dict[str, list] = {}
-        for e in self.events:
+        for e in self.events if family is None else self.of(family):
             row = rows.setdefault(e.name, [e.family, 0, 0.0, 0, set()])
             row[1] += 1
             row[2] += e.seconds
