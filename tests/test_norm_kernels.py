@@ -74,8 +74,8 @@ def test_batch_norm_float32_matches_torch_and_runs_onednn(shape, channels_last, 
     assert algo["batch_norm_forward_training"].startswith("onednn:")
     # oneDNN's own float32 sums miss torch's accuracy: its elementwise passes with the
     # accurate sums in between run the backward
-    assert algo["batch_norm_backward"].startswith("onednn:")
-    assert algo["batch_norm_backward"].endswith("+accurate_sums")
+    assert algo["batch_norm_backward"] == "chunked"
+    assert algo["batch_stats"] == "chunked"
     # the output keeps the input's layout
     assert layouts.is_channels_last(y) == layouts.is_channels_last(x)
 
@@ -120,7 +120,7 @@ def test_a_strided_view_runs_the_reference():
 
 @needs_onednn
 @pytest.mark.parametrize("channels_last", [False, True])
-@pytest.mark.parametrize("pin", [None, "onednn", "numpy"])
+@pytest.mark.parametrize("pin", [None, "onednn", "chunked", "numpy"])
 def test_batch_norm_relu_equals_batch_norm_then_relu(channels_last, pin):
     shape = (4, 8, 6, 5)
     x = _input(shape, channels_last)
@@ -135,11 +135,13 @@ def test_batch_norm_relu_equals_batch_norm_then_relu(channels_last, pin):
     for ours, ref in zip(grads, grads_ref):
         _close(ours, ref, 1e-4)
     fwd, bwd = algo["batch_norm_forward_training"], algo["batch_norm_backward"]
-    assert fwd.startswith("onednn:") == (pin != "numpy")
+    assert fwd.startswith("onednn:") == (pin in (None, "onednn"))
+    if pin == "chunked":  # the chunked forward, no oneDNN mask: the backward recomputes it
+        assert fwd == "chunked"
     # pinned to oneDNN, the backward is oneDNN's own, reading the forward's ReLU mask
-    # (its workspace); by default its elementwise passes with accurate sums
-    assert bwd.startswith("onednn:") == (pin != "numpy")
-    assert bwd.endswith("+accurate_sums") == (pin is None)
+    # (its workspace); by default the chunked kernel, recomputing the output for the mask
+    assert bwd == {None: "chunked", "chunked": "chunked", "numpy": "numpy"}.get(pin, bwd)
+    assert bwd.startswith("onednn:") == (pin == "onednn")
 
 
 @needs_onednn
@@ -152,7 +154,7 @@ def test_onednn_backward_pinned_is_close_to_torch():
         with prefer("onednn"):
             y, grads, algo = _ours(x, w, b, g)
         assert algo["batch_norm_backward"].startswith("onednn:")
-        assert not algo["batch_norm_backward"].endswith("+accurate_sums")
+        assert algo["batch_norm_backward"] != "chunked"
         _, grads_ref = _torch_bn(x, w, b, g)
         for ours, ref in zip(grads, grads_ref):
             _close(ours, ref, 1e-4)
@@ -241,7 +243,7 @@ def test_float32_error_within_twice_torchs_with_a_large_mean(channels_last):
     w = (1 + 0.1 * RNG.standard_normal(16)).astype(np.float32)
     b = (0.1 * RNG.standard_normal(16)).astype(np.float32)
     y, grads, algo = _ours(x, w, b, g)
-    assert algo["batch_norm_backward"].endswith("+accurate_sums")
+    assert algo["batch_norm_backward"] == "chunked"
     ref64 = _torch_bn(x, w, b, g)
     xt, wt, bt = (torch.tensor(np.ascontiguousarray(a), requires_grad=True) for a in (x, w, b))
     yt = TF.batch_norm(xt, None, None, wt, bt, training=True)
@@ -281,7 +283,7 @@ def test_group_instance_layer_norm_run_batch_norm_on_a_view(norm, channels_last)
         y.backward(cg.tensor(g))
     algos = {e.name: e.algorithm for e in prof.of("norm")}
     assert algos["batch_norm_forward_training"].startswith("onednn:")
-    assert algos["batch_norm_backward"].endswith("+accurate_sums")
+    assert algos["batch_norm_backward"] == "chunked"
     ts = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b)]
     yt = torch_fn(*ts)
     yt.backward(torch.tensor(g, dtype=torch.float64))

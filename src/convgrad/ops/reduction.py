@@ -32,7 +32,7 @@ import numpy as np
 
 from .parallel import num_threads, run_chunks
 
-__all__ = ["total", "mean"]
+__all__ = ["column_sums", "mean", "total"]
 
 # Reduced positions outside the innermost contiguous block are added one after another
 # into the pairwise partial sums: up to 16 of them (the batch of a BatchNorm or a bias
@@ -100,7 +100,7 @@ def _blocked(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray
         return None
     m, kept = found
     s = np.empty(m.shape[1], np.float64)
-    for_ranges(m.shape[1], m.size, lambda a, b: _blocked_columns(m[:, a:b], s[a:b]))
+    for_ranges(m.shape[1], m.size, lambda a, b: column_sums(m[:, a:b], s[a:b]))
     out_axes = sorted(d for d in range(x.ndim) if d not in axes)  # logical order
     s = s.reshape([x.shape[d] for d in kept])
     s = s.transpose([kept.index(d) for d in out_axes if d in kept]) if len(kept) > 1 else s
@@ -110,8 +110,9 @@ def _blocked(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray
     return s.astype(x.dtype)
 
 
-def _blocked_columns(m: np.ndarray, out: np.ndarray) -> int:
-    """The column sums of ``m`` (rows, width) into ``out`` (float64)."""
+def column_sums(m: np.ndarray, out: np.ndarray) -> int:
+    """The column sums of ``m`` (rows, width; any strides) into ``out`` (float64): blocks
+    of :data:`BLOCK_ROWS` rows summed in float32, the block sums in float64."""
     n = (m.shape[0] // BLOCK_ROWS) * BLOCK_ROWS
     m[:n].reshape(-1, BLOCK_ROWS, m.shape[1]).sum(axis=1).sum(axis=0, dtype=np.float64,
                                                             out=out)
