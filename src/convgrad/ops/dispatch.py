@@ -285,10 +285,11 @@ DIRECT_INPUT_GRAD_MAX_GROUPS = 8
 
 
 def _direct_beats_onednn(pass_: Pass, rhs: np.ndarray, spec: ConvSpec) -> bool:
-    if pass_ != Pass.INPUT_GRAD or not _direct_enabled():
+    if pass_ != Pass.INPUT_GRAD:
         return False
     one_channel = rhs.shape[0] == spec.groups and rhs.shape[1] == 1  # C = O = 1 per group
-    return one_channel and spec.groups <= DIRECT_INPUT_GRAD_MAX_GROUPS
+    # the shape first: asking whether Numba is installed imports it (~0.4 s)
+    return one_channel and spec.groups <= DIRECT_INPUT_GRAD_MAX_GROUPS and _direct_enabled()
 
 
 def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
