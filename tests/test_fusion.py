@@ -179,3 +179,52 @@ def test_second_order_gradients_through_the_fused_pair():
         (ggx,) = cg.autograd.grad((gx * gx).sum(), x)
         out.append((gx.data, ggx.data))
     assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
+
+
+# ------------------------------------------------------------------ BatchNorm + ReLU
+def _bn_run(model, x_np, unfused=False):
+    x = cg.tensor(x_np, requires_grad=True)
+    model.zero_grad()
+    with cg.profile() as prof:
+        y = model[1](model[0](x)) if unfused else model(x)
+        (y * y).sum().backward()
+    bn = model[0]
+    state = [np.array(bn.running_mean.data), np.array(bn.running_var.data),
+             np.array(bn.num_batches_tracked.data)] if bn.running_mean is not None else []
+    grads = [x.grad.data.copy()] + [p.grad.data.copy() for p in model.parameters()]
+    return y.data.copy(), grads, state, [e.name for e in prof.events]
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("momentum", [0.1, None])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batchnorm_relu_fused_equals_unfused_bit_for_bit(nd, momentum, channels_last):
+    bns = {1: nn.BatchNorm1d, 2: nn.BatchNorm2d, 3: nn.BatchNorm3d}
+    x = _input(nd, channels_last=channels_last) * 3.0 + 1.0
+    runs = []
+    for unfused in (False, True):
+        model = nn.Sequential(bns[nd](6, momentum=momentum), nn.ReLU())
+        model[0].weight.data[...] = np.linspace(0.5, 1.5, 6, dtype=np.float32)
+        model[0].bias.data[...] = np.linspace(-0.3, 0.3, 6, dtype=np.float32)
+        runs.append([_bn_run(model, x, unfused) for _ in range(2)])  # two steps
+    for (y, grads, state, names), (y0, grads0, state0, names0) in zip(*runs):
+        np.testing.assert_array_equal(y, y0)
+        for a, b in zip(grads + state, grads0 + state0):
+            np.testing.assert_array_equal(a, b)
+        assert "relu_forward" in names0 and "relu_forward" not in names, names
+
+
+def test_batchnorm_relu_is_not_fused_in_eval_mode_or_with_hooks():
+    x = _input(2)
+    model = nn.Sequential(nn.BatchNorm2d(6), nn.ReLU())
+    model.eval()
+    y, _, _, names = _bn_run(model, x)
+    y0, _, _, _ = _bn_run(model, x, unfused=True)
+    np.testing.assert_array_equal(y, y0)
+    assert "relu_forward" in names
+    model.train()
+    assert "relu_forward" not in _bn_run(model, x)[3]
+    model[1].register_forward_hook(lambda m, i, o: None)
+    assert "relu_forward" in _bn_run(model, x)[3]
+    leaky = nn.Sequential(nn.BatchNorm2d(6), nn.LeakyReLU(0.2))  # oneDNN fuses ReLU only
+    assert "leaky_relu_forward" in _bn_run(leaky, x)[3]

@@ -150,6 +150,10 @@ class _Conv(_ConvNd):
 
     fuses_relu_after = forward  # see convgrad.nn.fusion
 
+    def accepts_relu(self, slope: float) -> bool:
+        """A leaky ReLU only: oneDNN's plain ReLU post-op turns a NaN into 0."""
+        return slope > 0
+
 
 class Conv1d(_Conv):
     """1-D convolution layer, ``torch.nn.Conv1d``: weight (C_out, C_in / groups, K)."""

@@ -3,15 +3,19 @@
 A convolution (``Conv1d/2d/3d``) followed by ``LeakyReLU`` (slope > 0) runs as one
 oneDNN primitive with the activation as a post-op (``ConvReLU``): the activation costs
 no pass over memory of its own, and its backward reads the one saved output.  A plain
-``ReLU`` is not fused: oneDNN's ReLU post-op computes ``max(y, 0)``, which turns a NaN
-into 0 where torch keeps it.  The pair is fused only where nobody can tell: neither
-module has hooks, and neither class overrides the ``forward`` the fusion stands for (a
-subclass's own ``forward`` runs as written).  The fused result equals the unfused one bit for bit.
+``ReLU`` is not fused there: oneDNN's ReLU post-op computes ``max(y, 0)``, which turns a
+NaN into 0 where torch keeps it.  A ``BatchNorm1d/2d/3d`` normalising by the batch's
+statistics followed by ``ReLU`` runs as one ``BatchNormReLU`` (oneDNN's fused ReLU; a NaN
+anywhere in a channel makes its statistics, and so the whole channel, NaN either way).
+A pair is fused only where nobody can tell: neither module has hooks, and neither class
+overrides the ``forward`` the fusion stands for (a subclass's own ``forward`` runs as
+written).  The fused result equals the unfused one bit for bit.
 
 Layers declare what they fuse by class attributes, so this module imports none of them:
-a convolution class sets ``fuses_relu_after = forward`` (the ``forward`` whose
-``forward_relu(x, slope)`` is the fused equivalent); an activation class sets
-``relu_of = forward`` and answers ``relu_slope()`` (``None``: not a fusable slope).
+a layer class sets ``fuses_relu_after = forward`` (the ``forward`` whose
+``forward_relu(x, slope)`` is the fused equivalent) and answers ``accepts_relu(slope)``;
+an activation class sets ``relu_of = forward`` and answers ``relu_slope()`` (``None``:
+not a (leaky) ReLU of slope >= 0).
 """
 
 from __future__ import annotations
@@ -34,10 +38,12 @@ def _plain(m: Any, marker: str) -> bool:
 
 
 def _slope(conv: Any, act: Any) -> float | None:
-    """The slope of the (leaky) ReLU that ``act`` applies after ``conv``, if the pair fuses."""
+    """The slope of the (leaky) ReLU that ``act`` applies after the layer ``conv``, if the
+    pair fuses."""
     if not (_plain(conv, "fuses_relu_after") and _plain(act, "relu_of")):
         return None
-    return act.relu_slope()
+    slope = act.relu_slope()
+    return slope if slope is not None and conv.accepts_relu(slope) else None
 
 
 def run_sequence(modules: Sequence[Any], x: Any) -> Any:

@@ -83,6 +83,11 @@ class ReLU(Module):
     def forward(self, x: Any) -> Tensor:
         return Fa.relu(x)
 
+    relu_of = forward  # see convgrad.nn.fusion
+
+    def relu_slope(self) -> float:
+        return 0.0
+
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 
@@ -103,9 +108,8 @@ class LeakyReLU(Module):
     relu_of = forward  # see convgrad.nn.fusion
 
     def relu_slope(self) -> float | None:
-        s = self.negative_slope  # read live; a negative slope flips the sign test, and
-        # a zero one is a ReLU, whose post-op would turn a NaN into 0
-        return float(s) if s > 0 else None
+        s = self.negative_slope  # read live; a negative slope flips the sign test
+        return float(s) if s >= 0 else None
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")

@@ -113,6 +113,20 @@ class _BatchNorm(_NormBase):
                          dtype=dtype)
 
     def forward(self, input: Any) -> Tensor:
+        return self._normalize(input, relu=False)
+
+    def forward_relu(self, input: Any, slope: float) -> Tensor:
+        """``relu(forward(input))`` (``slope`` is 0), fused into one kernel when the batch
+        statistics normalise (see :mod:`convgrad.nn.fusion`)."""
+        return self._normalize(input, relu=True)
+
+    fuses_relu_after = forward  # see convgrad.nn.fusion
+
+    def accepts_relu(self, slope: float) -> bool:
+        """oneDNN fuses a plain ReLU into batch normalisation, not a leaky one."""
+        return slope == 0
+
+    def _normalize(self, input: Any, relu: bool) -> Tensor:
         x = layer_input(type(self).__name__, input, self._reference())
         self._check_input(x)
         if x.shape[1] != self.num_features:
@@ -128,9 +142,11 @@ class _BatchNorm(_NormBase):
         use_batch_stats = self.training or (self.running_mean is None
                                             and self.running_var is None)
         keep = not self.training or self.track_running_stats  # buffers read or updated
-        return Fn.batch_norm(x, self.running_mean if keep else None,
-                             self.running_var if keep else None, self.weight, self.bias,
-                             use_batch_stats, factor, self.eps)
+        rm, rv = (self.running_mean, self.running_var) if keep else (None, None)
+        if relu and use_batch_stats:
+            return Fn.batch_norm_relu(x, rm, rv, self.weight, self.bias, factor, self.eps)
+        y = Fn.batch_norm(x, rm, rv, self.weight, self.bias, use_batch_stats, factor, self.eps)
+        return y.relu() if relu else y
 
 
 class BatchNorm1d(_BatchNorm):
