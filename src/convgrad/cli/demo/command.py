@@ -56,8 +56,8 @@ def _report_profile(result: DemoResult) -> tuple[str, bool]:
     verdict = "as expected" if ok else "UNEXPECTED"
     text = (f"conv_weight_grad ran {weight_grads} times = {result.trainable_conv_layers} "
             f"trainable conv layers ({verdict}); the {window_convs} constant-kernel "
-            f"convolutions of MS-SSIM (Gaussian windows, 2x2 average pools) ran conv_forward "
-            f"and conv_input_grad only: their kernels are constants")
+            f"convolutions of MS-SSIM (its Gaussian windows) ran conv_forward and "
+            f"conv_input_grad only: their kernels are constants")
     return text, ok
 
 
