@@ -27,6 +27,7 @@ from ..parallel import single_threaded_blas
 from ..profiler import recording
 from ..workspace import get_workspace_limit
 from . import _library as L
+from ._geometry import Unsupported
 
 __all__ = ["ALIGNMENT", "Execution", "F32", "ITEMSIZE", "Operand", "arena_bytes",
            "build_with_threads", "dims", "release_arena"]
@@ -107,6 +108,29 @@ class Execution:
         self._own("dnnl_primitive_attr_destroy", attr)
         self.lib.call("dnnl_primitive_attr_set_scratchpad_mode", attr, L.SCRATCHPAD_USER)
         return attr
+
+    def _descriptor(self, what: str, fn: str, *args: object) -> ctypes.c_void_p:
+        """The primitive descriptor ``fn`` creates from ``args`` (after the engine), owned
+        by the plan; :class:`Unsupported` where oneDNN rejects this ``what``."""
+        pd = ctypes.c_void_p()
+        try:
+            self.lib.call(fn, ctypes.byref(pd), self.lib.engine, *args)
+        except L.DnnlError as e:
+            if e.status in (L.UNIMPLEMENTED, L.INVALID_ARGUMENTS):
+                raise Unsupported(f"oneDNN rejects this {what} ({e})") from None
+            raise
+        return self._own("dnnl_primitive_desc_destroy", pd)
+
+    def _implementation(self, pd: ctypes.c_void_p, reference_ok: bool = False) -> str:
+        """oneDNN's name for the implementation ``pd`` chose; :class:`Unsupported` for its
+        slow reference kernels unless ``reference_ok``."""
+        info = ctypes.c_char_p()
+        self.lib.call("dnnl_primitive_desc_query", pd, L.QUERY_IMPL_INFO_STR, 0,
+                      ctypes.byref(info))
+        impl = (info.value or b"?").decode()
+        if impl.startswith("ref") and not reference_ok:
+            raise Unsupported(f"oneDNN has only its reference implementation ({impl})")
+        return impl
 
     def _primitive(self, pd: ctypes.c_void_p) -> tuple:
         """The primitive of ``pd``, its scratchpad descriptor and the scratchpad's bytes."""

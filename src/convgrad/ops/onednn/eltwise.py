@@ -96,12 +96,7 @@ class EltwisePlan(Execution):
             if e.status in (L.UNIMPLEMENTED, L.INVALID_ARGUMENTS):
                 raise Unsupported(f"oneDNN rejects this {self.kind} {self.alg} ({e})") from None
             raise
-        info = ctypes.c_char_p()
-        lib.call("dnnl_primitive_desc_query", pd, L.QUERY_IMPL_INFO_STR, 0, ctypes.byref(info))
-        impl = (info.value or b"?").decode()
-        if impl.startswith("ref"):
-            raise Unsupported(f"oneDNN has only its reference implementation ({impl})")
-        self.name = f"onednn:{impl}"
+        self.name = f"onednn:{self._implementation(pd)}"
         self._main = self._primitive(pd)
         self._operands = ops
         self._place_in_arena()

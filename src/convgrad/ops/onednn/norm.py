@@ -29,7 +29,6 @@ from ..layouts import channels_last_strides
 from ..parallel import num_threads
 from . import _Cache, _library
 from . import _library as L
-from ._geometry import Unsupported
 from ._runtime import F32, Execution, Operand, build_with_threads
 
 __all__ = ["NormPlan", "batch_norm_plan", "clear_cache"]
@@ -69,14 +68,7 @@ class NormPlan(Execution):
         self.name, self.workspace_size = "", 0
 
     def _create(self, fn: str, *args: object) -> ctypes.c_void_p:
-        pd = ctypes.c_void_p()
-        try:
-            self.lib.call(fn, ctypes.byref(pd), self.lib.engine, *args)
-        except L.DnnlError as e:
-            if e.status in (L.UNIMPLEMENTED, L.INVALID_ARGUMENTS):
-                raise Unsupported(f"oneDNN rejects this batch normalization ({e})") from None
-            raise
-        return self._own("dnnl_primitive_desc_destroy", pd)
+        return self._descriptor("batch normalization", fn, *args)
 
     def build(self) -> None:
         lib, flags, name = self.lib, self.flags, self.pass_name
@@ -96,12 +88,7 @@ class NormPlan(Execution):
             prop = L.BACKWARD if flags & (L.USE_SCALE | L.USE_SHIFT) else L.BACKWARD_DATA
             pd = self._create("dnnl_batch_normalization_backward_primitive_desc_create", prop,
                               data, data, data, ctypes.c_float(self.eps), flags, fwd, attr)
-        info = ctypes.c_char_p()
-        lib.call("dnnl_primitive_desc_query", pd, L.QUERY_IMPL_INFO_STR, 0, ctypes.byref(info))
-        impl = (info.value or b"?").decode()
-        if impl.startswith("ref"):
-            raise Unsupported(f"oneDNN has only its reference implementation ({impl})")
-        self.name = f"onednn:{impl}"
+        self.name = f"onednn:{self._implementation(pd)}"
         ws = lib.raw("dnnl_primitive_desc_query_md")(pd, L.QUERY_WORKSPACE_MD, 0)
         self.workspace_size = int(lib.raw("dnnl_memory_desc_get_size")(ws)) if ws else 0
         self._main = self._primitive(pd)

@@ -74,14 +74,7 @@ class PoolPlan(Execution):
         params = (dims(s), dims(k), dims(tuple(dd - 1 for dd in d)), dims(lo), dims(hi))
 
         def create(fn: str, *args: object) -> ctypes.c_void_p:
-            pd = ctypes.c_void_p()
-            try:
-                lib.call(fn, ctypes.byref(pd), lib.engine, *args)
-            except L.DnnlError as e:
-                if e.status in (L.UNIMPLEMENTED, L.INVALID_ARGUMENTS):
-                    raise Unsupported(f"oneDNN rejects this pooling ({e})") from None
-                raise
-            return self._own("dnnl_primitive_desc_destroy", pd)
+            return self._descriptor("pooling", fn, *args)
 
         attr = self._attr()
         # max pooling is trained through its workspace; average pooling needs none
@@ -108,10 +101,7 @@ class PoolPlan(Execution):
                 if x_prim is x_md:
                     raise
                 continue
-            info = ctypes.c_char_p()
-            lib.call("dnnl_primitive_desc_query", pd, L.QUERY_IMPL_INFO_STR, 0,
-                     ctypes.byref(info))
-            impl = (info.value or b"?").decode()
+            impl = self._implementation(pd, reference_ok=True)
             self.blocked = block  # the channel block of the arena's copies (0: none)
             if not impl.startswith("ref"):
                 break

@@ -17,7 +17,6 @@ import numpy as np
 from ..parallel import num_threads
 from . import _Cache, _library
 from . import _library as L
-from ._geometry import Unsupported
 from ._plan import _normalized, elem_strides
 from ._runtime import ITEMSIZE, Execution, Operand, build_with_threads
 
@@ -37,20 +36,12 @@ class ResamplePlan(Execution):
         self.name = ""
 
     def build(self) -> None:
-        lib = self.lib
         x_md = self._md(self.x_shape, self.x_strides)
         y_md = self._md(self.y_shape, self.y_strides)
         alg = L.RESAMPLING_NEAREST if self.mode == "nearest" else L.RESAMPLING_LINEAR
 
         def create(fn: str, *args: object) -> ctypes.c_void_p:
-            pd = ctypes.c_void_p()
-            try:
-                lib.call(fn, ctypes.byref(pd), lib.engine, *args)
-            except L.DnnlError as e:
-                if e.status in (L.UNIMPLEMENTED, L.INVALID_ARGUMENTS):
-                    raise Unsupported(f"oneDNN rejects this resampling ({e})") from None
-                raise
-            return self._own("dnnl_primitive_desc_destroy", pd)
+            return self._descriptor("resampling", fn, *args)
 
         attr = self._attr()
         pd = create("dnnl_resampling_forward_primitive_desc_create", L.FORWARD_TRAINING, alg,
@@ -59,12 +50,7 @@ class ResamplePlan(Execution):
         if not forward:
             pd = create("dnnl_resampling_backward_primitive_desc_create", alg, None, x_md,
                         y_md, pd, attr)
-        info = ctypes.c_char_p()
-        lib.call("dnnl_primitive_desc_query", pd, L.QUERY_IMPL_INFO_STR, 0, ctypes.byref(info))
-        impl = (info.value or b"?").decode()
-        if impl.startswith("ref"):
-            raise Unsupported(f"oneDNN has only its reference implementation ({impl})")
-        self.name = f"onednn:{impl}"
+        self.name = f"onednn:{self._implementation(pd)}"
         self._main = self._primitive(pd)
         roles = ((L.ARG_SRC, "x", False, x_md), (L.ARG_DST, "y", True, y_md)) if forward else (
             (L.ARG_DIFF_DST, "y", False, y_md), (L.ARG_DIFF_SRC, "x", True, x_md))
