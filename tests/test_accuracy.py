@@ -358,6 +358,13 @@ def _network(name: str):
     from convgrad.cli.demo.training import demo_loss
 
     if name == "BN":
+        # seeded, for a well-conditioned comparison: most initial weights put some ReLU
+        # input within float32 rounding of zero (seed 9: 6e-10 in float64 at a scale of
+        # 1), where convgrad and torch, both computing it about 4e-7 off, each take either
+        # branch; one flip in layer1 moved the first layers' gradients by 3e-3 (2 seeds of
+        # 30 failed that way, in either direction).  Seed 6, the first of seeds 0-11 whose
+        # ReLU inputs all lie over 2e-6 from zero (5x those errors) at every perturbation
+        cg.manual_seed(6)
         ours = _bn_net(cg.nn)
         theirs = _bn_net(torch.nn)
         rng = np.random.default_rng(8)
