@@ -71,3 +71,44 @@ def test_thread_count_from_the_environment(monkeypatch):
     monkeypatch.setenv("CONVGRAD_NUM_THREADS", "zero")
     monkeypatch.setenv("OMP_NUM_THREADS", "0")
     assert parallel.num_threads() == cores
+
+
+def test_run_chunks_runs_every_task_once_on_the_caller_and_the_pool(monkeypatch):
+    monkeypatch.setenv("CONVGRAD_NUM_THREADS", "2")
+    ran: list[tuple[int, str]] = []
+
+    def task(i: int):
+        def run() -> int:
+            ran.append((i, threading.current_thread().name))
+            # a kernel inside a task runs its own chunks inline, on this thread
+            assert parallel.run_chunks([lambda: 1, lambda: 2]) == 3
+            return i
+        return run
+
+    assert parallel.run_chunks([task(i) for i in range(40)]) == sum(range(40))
+    assert sorted(i for i, _ in ran) == list(range(40))
+    assert len({name for _, name in ran}) <= 2
+
+
+def test_run_chunks_raises_a_tasks_error_and_stops_taking_tasks(monkeypatch):
+    monkeypatch.setenv("CONVGRAD_NUM_THREADS", "2")
+    ran = []
+
+    def task(i: int):
+        def run() -> int:
+            ran.append(i)
+            if i == 3:
+                raise KeyError("task 3")
+            return 0
+        return run
+
+    try:
+        parallel.run_chunks([task(i) for i in range(1000)])
+    except KeyError as e:
+        assert e.args == ("task 3",)
+    else:  # pragma: no cover - the assertion below reports it
+        raise AssertionError("the task's KeyError did not reach the caller")
+    assert len(ran) < 1000
+    # the pool is usable afterwards, and the caller is no longer marked as a worker
+    assert parallel.run_chunks([lambda: 1] * 8) == 8
+    assert not getattr(parallel._depth, "worker", False)
