@@ -199,25 +199,38 @@ def _chunks(x: np.ndarray) -> _Chunks | None:
 def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-channel mean and biased variance of ``x`` (N, C, *) over every other dim, as
     (C,) float64 arrays (float32 x's mean carries the float32 mean's rounding residual):
-    the accurate sums, two passes (the residual is the mean of the deviations)."""
+    the accurate sums, two passes (the residual is the mean of the deviations).
+
+    The chunked kernel makes both passes over a chunk while it is in cache, from the
+    chunk's own float32 mean ``m``: its deviations' sum ``s1`` and sum of squares ``s2``
+    are then moved to the batch mean ``M`` in float64 (Chan et al.'s pairwise update:
+    ``sum (x - M)^2 = s2 + 2 (m - M) s1 + k (m - M)^2`` over the chunk's ``k``
+    elements), so x is read from memory once and the pool woken once."""
     dims = (0, *range(2, x.ndim))
     n = prod(x.shape[d] for d in dims)
     chunks = _chunks(x)
     with NORM.record("batch_stats", x.shape) as rec:
         if chunks is not None:
             rec.algorithm = "chunked"
-            s = chunks.combine(chunks.run(lambda xc, p, tmp: (chunks.sums(xc),), x))[0]
-            hi = s.astype(x.dtype) / x.dtype.type(n)  # the float32 mean
 
-            def deviations(xc, p, tmp):  # sum d and sum d^2, d = x - hi, in a chunk
-                d = np.subtract(xc, p(hi), out=tmp[0])
+            def moments(xc, p, tmp):  # k, m, s1, s2 of a chunk, per channel
+                k = xc.size // xc.shape[1]
+                m = (chunks.sums(xc) / k).astype(x.dtype)
+                d = np.subtract(xc, m if chunks.rows else m[:, None], out=tmp[0])
                 s1 = chunks.sums(d)
                 np.multiply(d, d, out=d)
-                return s1, chunks.sums(d)
+                return k, m.astype(np.float64), s1, chunks.sums(d)
 
-            s1, s2 = chunks.combine(chunks.run(deviations, x))
-            lo = s1 / n
-            return hi.astype(np.float64) + lo, np.maximum(s2 / n - lo * lo, 0.0)
+            parts = list(zip((ch for _, ch in chunks.parts), chunks.run(moments, x)))
+            total = np.zeros(chunks.c)
+            for ch, (k, m, s1, _) in parts:  # in chunk order: independent of the threads
+                total[ch] += k * m + s1
+            mean = total / n
+            squares = np.zeros(chunks.c)
+            for ch, (k, m, s1, s2) in parts:
+                dm = m - mean[ch]
+                squares[ch] += s2 + 2 * dm * s1 + k * dm * dm
+            return mean, np.maximum(squares / n, 0.0)
         rec.algorithm = "numpy"
         hi = reduction.total(x, axis=dims, keepdims=True) / x.dtype.type(n)
         d = x - hi
