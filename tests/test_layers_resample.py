@@ -185,3 +185,38 @@ def test_errors_name_the_argument(call, pattern):
     with pytest.raises((ValueError, TypeError), match=pattern):
         call()
 
+
+
+def test_the_last_axis_by_a_dense_product_matches_the_taps_and_keeps_non_finite_local():
+    """Along the last axis (input length <= DENSE_MAX_IN) the matrix runs as a dense
+    product; both agree with torch float64 to float32 rounding, and an inf or NaN input
+    takes the taps (the product would spread NaN over its whole row), as torch does."""
+    from convgrad.functional.resampling import linear_matrix
+    from convgrad.tensor import axis_matrix
+
+    x = np.random.default_rng(5).standard_normal((2, 3, 8, 24)).astype(np.float32)
+    m = linear_matrix(24, 48, None, True)
+    dense = m._apply_dense(x, 3)
+    assert dense is not None and m._apply_dense(x, 2) is None
+    exact = TF.interpolate(torch.from_numpy(x).double(), size=(8, 48), mode="bilinear",
+                           align_corners=True).numpy()
+    taps = axis_matrix.AxisMatrix(m.index, m.weight, m.in_size)
+    old, axis_matrix.DENSE_MAX_IN = axis_matrix.DENSE_MAX_IN, 0
+    try:
+        by_taps = taps.apply(x, 3)
+    finally:
+        axis_matrix.DENSE_MAX_IN = old
+    torch32 = TF.interpolate(torch.from_numpy(x), size=(8, 48), mode="bilinear",
+                             align_corners=True).numpy()
+    torch_err = np.abs(torch32 - exact).max() / np.abs(exact).max()
+    for y in (dense, by_taps):
+        assert np.abs(y - exact).max() / np.abs(exact).max() <= 2 * max(torch_err, 6e-8)
+
+    x[1, 2, 3, 5], x[0, 1, 4, 17] = np.inf, np.nan
+    ours = F.interpolate(cg.tensor(x), scale_factor=2, mode="bilinear",
+                         align_corners=True).numpy()
+    theirs = TF.interpolate(torch.from_numpy(x), scale_factor=2, mode="bilinear",
+                            align_corners=True).numpy()
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
+    np.testing.assert_array_equal(np.isposinf(ours), np.isposinf(theirs))
+    assert np.isnan(ours).sum() < ours.size // 10  # local, not whole rows

@@ -6,7 +6,7 @@ it meets torch's accuracy; ``chunked`` (NumPy on fixed chunks of the array, on t
 thread pool, :class:`_Chunks`) for the accurate sums and where oneDNN does not run; else
 ``numpy``, the reference (exact in float64; strided views, ``prefer("numpy")``).
 
-* statistics (:func:`batch_stats`): always accurate sums (two passes, never
+* statistics (:func:`batch_stats`): always accurate sums (two passes over each chunk, never
   E[x^2] - E[x]^2: the sum, then the deviations' sum and sum of squares per chunk);
   oneDNN's own float32 statistics were 100-700x less accurate than torch's (see
   :mod:`.onednn.norm`), so they are handed to it;
