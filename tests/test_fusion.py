@@ -26,13 +26,20 @@ def _act(slope):
 
 
 def _run(model, x_np, unfused=False):
+    """(output, [x's gradient, then each parameter's], the profiler) of one step of the
+    loss sum(y^2), fused through the Sequential or ``model[1](model[0](x))``."""
     x = cg.tensor(x_np, requires_grad=True)
     model.zero_grad()
     with cg.profile() as prof:
         y = model[1](model[0](x)) if unfused else model(x)
         (y * y).sum().backward()
     grads = [x.grad.data.copy()] + [p.grad.data.copy() for p in model.parameters()]
-    return y.data.copy(), grads, [e.algorithm for e in prof.of("conv")]
+    return y.data.copy(), grads, prof
+
+
+def _conv_run(model, x_np, unfused=False):
+    y, grads, prof = _run(model, x_np, unfused)
+    return y, grads, [e.algorithm for e in prof.of("conv")]
 
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
@@ -42,8 +49,8 @@ def test_fused_equals_unfused_bit_for_bit_and_ran_fused(nd, slope, channels_last
     model = nn.Sequential(CONVS[nd](6, 5, 3, padding=1, rng=1), _act(slope))
     x = _input(nd, channels_last=channels_last)
     x[0, 1, 2] = np.nan  # a NaN must come through as the unfused pair lets it
-    y, grads, algos = _run(model, x)
-    y0, grads0, algos0 = _run(model, x, unfused=True)
+    y, grads, algos = _conv_run(model, x)
+    y0, grads0, algos0 = _conv_run(model, x, unfused=True)
     assert np.isnan(y0).any()
     np.testing.assert_array_equal(y, y0)
     for g, g0 in zip(grads, grads0):
@@ -89,7 +96,7 @@ def test_fused_sequential_matches_torch(slope):
     x = _input(nd).astype(np.float64)
     tm = tm.double()
     model = model.to(cg.float64)
-    y, grads, _ = _run(model, x)
+    y, grads, _ = _conv_run(model, x)
     tx = torch.from_numpy(x).requires_grad_()
     ty = tm(tx)
     (ty * ty).sum().backward()
@@ -107,8 +114,8 @@ def test_float64_and_pinned_numpy_apply_the_activation_after_the_convolution():
             model = model.to(cg.float32)
         ctx = prefer(pin) if pin else _null()
         with ctx:
-            y, grads, algos = _run(model, x)
-            y0, grads0, _ = _run(model, x, unfused=True)
+            y, grads, algos = _conv_run(model, x)
+            y0, grads0, _ = _conv_run(model, x, unfused=True)
         assert not any(a.endswith("+relu") for a in algos)
         assert np.array_equal(y, y0) and all(np.array_equal(a, b) for a, b in zip(grads, grads0))
 
@@ -183,16 +190,13 @@ def test_second_order_gradients_through_the_fused_pair():
 
 # ------------------------------------------------------------------ BatchNorm + ReLU
 def _bn_run(model, x_np, unfused=False):
-    x = cg.tensor(x_np, requires_grad=True)
-    model.zero_grad()
-    with cg.profile() as prof:
-        y = model[1](model[0](x)) if unfused else model(x)
-        (y * y).sum().backward()
+    """:func:`_run` of BatchNorm + activation, with the running buffers after the step
+    and the names of the kernels that ran."""
+    y, grads, prof = _run(model, x_np, unfused)
     bn = model[0]
     state = [np.array(bn.running_mean.data), np.array(bn.running_var.data),
              np.array(bn.num_batches_tracked.data)] if bn.running_mean is not None else []
-    grads = [x.grad.data.copy()] + [p.grad.data.copy() for p in model.parameters()]
-    return y.data.copy(), grads, state, [e.name for e in prof.events]
+    return y, grads, state, [e.name for e in prof.events]
 
 
 @pytest.mark.parametrize("nd", [1, 2, 3])
