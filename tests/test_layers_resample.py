@@ -187,36 +187,51 @@ def test_errors_name_the_argument(call, pattern):
 
 
 
-def test_the_last_axis_by_a_dense_product_matches_the_taps_and_keeps_non_finite_local():
-    """Along the last axis (input length <= DENSE_MAX_IN) the matrix runs as a dense
-    product; both agree with torch float64 to float32 rounding, and an inf or NaN input
-    takes the taps (the product would spread NaN over its whole row), as torch does."""
-    from convgrad.functional.resampling import linear_matrix
-    from convgrad.tensor import axis_matrix
+@pytest.mark.parametrize("width", [24, 64, 65])
+def test_the_last_axis_by_a_dense_product_matches_the_taps_and_keeps_non_finite_local(width):
+    """Along the last axis (input length <= DENSE_MAX_IN) the map runs as a dense
+    product (the profiler says which ran); dense and taps agree with torch float64 to
+    twice torch's float32 error, forward and backward; an inf or NaN input takes the
+    taps (the product would spread NaN over its whole row), as torch does."""
+    from convgrad.ops import prefer
+    from convgrad.ops.resampling import DENSE_MAX_IN
 
-    x = np.random.default_rng(5).standard_normal((2, 3, 8, 24)).astype(np.float32)
-    m = linear_matrix(24, 48, None, True)
-    dense = m._apply_dense(x, 3)
-    assert dense is not None and m._apply_dense(x, 2) is None
-    exact = TF.interpolate(torch.from_numpy(x).double(), size=(8, 48), mode="bilinear",
-                           align_corners=True).numpy()
-    taps = axis_matrix.AxisMatrix(m.index, m.weight, m.in_size)
-    old, axis_matrix.DENSE_MAX_IN = axis_matrix.DENSE_MAX_IN, 0
-    try:
-        by_taps = taps.apply(x, 3)
-    finally:
-        axis_matrix.DENSE_MAX_IN = old
-    torch32 = TF.interpolate(torch.from_numpy(x), size=(8, 48), mode="bilinear",
-                             align_corners=True).numpy()
-    torch_err = np.abs(torch32 - exact).max() / np.abs(exact).max()
-    for y in (dense, by_taps):
-        assert np.abs(y - exact).max() / np.abs(exact).max() <= 2 * max(torch_err, 6e-8)
+    x_np = np.random.default_rng(5).standard_normal((2, 3, 8, width)).astype(np.float32)
+    g_np = np.random.default_rng(6).standard_normal((2, 3, 16, 2 * width)).astype(np.float32)
 
+    def ours():
+        x = cg.tensor(x_np, requires_grad=True)
+        with cg.profile() as prof:
+            y = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+            y.backward(cg.tensor(g_np))
+        return [y.numpy(), x.grad.numpy()], [e.algorithm for e in prof.of("resample")
+                                             if e.name == "axis_map"]
+
+    def theirs(dtype):
+        x = torch.tensor(x_np, dtype=dtype, requires_grad=True)
+        y = TF.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+        y.backward(torch.tensor(g_np, dtype=dtype))
+        return [y.detach().double().numpy(), x.grad.double().numpy()]
+
+    exact, torch32 = theirs(torch.float64), theirs(torch.float32)
+    fast, algos = ours()
+    # forward: H, then W (width inputs); backward: W (2 width inputs), then H
+    def on(n):
+        return "dense" if n <= DENSE_MAX_IN else "numpy"
+    assert algos == ["numpy", on(width), on(2 * width), "numpy"], algos
+    with prefer("numpy"):
+        taps, algos = ours()
+    assert algos == ["numpy"] * 4
+    for y, e, t in zip(fast + taps, exact * 2, torch32 * 2):
+        torch_err = np.abs(t - e).max() / np.abs(e).max()
+        assert np.abs(y - e).max() / np.abs(e).max() <= 2 * max(torch_err, 6e-8)
+
+    x = x_np.copy()
     x[1, 2, 3, 5], x[0, 1, 4, 17] = np.inf, np.nan
-    ours = F.interpolate(cg.tensor(x), scale_factor=2, mode="bilinear",
+    mine = F.interpolate(cg.tensor(x), scale_factor=2, mode="bilinear",
                          align_corners=True).numpy()
-    theirs = TF.interpolate(torch.from_numpy(x), scale_factor=2, mode="bilinear",
-                            align_corners=True).numpy()
-    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
-    np.testing.assert_array_equal(np.isposinf(ours), np.isposinf(theirs))
-    assert np.isnan(ours).sum() < ours.size // 10  # local, not whole rows
+    ref = TF.interpolate(torch.from_numpy(x), scale_factor=2, mode="bilinear",
+                         align_corners=True).numpy()
+    np.testing.assert_array_equal(np.isnan(mine), np.isnan(ref))
+    np.testing.assert_array_equal(np.isposinf(mine), np.isposinf(ref))
+    assert np.isnan(mine).sum() < mine.size // 10  # local, not whole rows

@@ -235,9 +235,12 @@ def test_interpolate_on_onednn_matches_torch(mode, shape, scale, channels_last):
     ty.backward(torch.from_numpy(g))
     fast = channels_last and scale not in (1.5, 2.5)
     kind = "nearest" if mode == "nearest" else "linear"
-    events = [(e.name, e.algorithm.split(":")[0]) for e in prof.of("resample")]
+    events = [(e.name, e.algorithm.split(":")[0]) for e in prof.of("resample")
+              if e.name != "axis_map"]  # the per-axis maps the other cases run
     assert events == ([(f"{kind}_forward", "onednn"), (f"{kind}_backward", "numpy")]
                       if fast else [])
+    if fast:
+        assert not [e for e in prof.of("resample") if e.name == "axis_map"]
     if fast and channels_last:
         assert cg.ops.layouts.is_channels_last(y.data)
         assert cg.ops.layouts.is_channels_last(cx.grad.data)

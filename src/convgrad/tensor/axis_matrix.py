@@ -15,6 +15,7 @@ from functools import cached_property
 import numpy as np
 
 from ..autograd import Context, Function
+from ..ops import resampling as K
 
 __all__ = ["AxisMap", "AxisMatrix"]
 
@@ -65,49 +66,17 @@ class AxisMatrix:
         return AxisMatrix(index, weight, self.out_size)
 
     def apply(self, x: np.ndarray, axis: int) -> np.ndarray:
-        """``M @ x`` along ``axis`` of the ndarray ``x``."""
-        y = self._apply_dense(x, axis)
-        if y is not None:
-            return y
-        shape = [1] * x.ndim
-        shape[axis] = self.out_size
-        out = None
-        for t in range(self.index.shape[1]):
-            part = np.take(x, self.index[:, t], axis=axis)
-            if self.weight is not None:
-                part *= self.weight[:, t].astype(x.dtype).reshape(shape)
-            if out is None:
-                out = part
-            else:
-                out += part
-        return out
+        """``M @ x`` along ``axis`` of the ndarray ``x`` (the ``resample`` family's
+        :func:`~convgrad.ops.resampling.axis_map`)."""
+        return K.axis_map(x, axis, self.index, self.weight, self.dense_as)
 
-
-    def _apply_dense(self, x: np.ndarray, axis: int) -> np.ndarray | None:
-        """``M @ x`` along x's last axis as a matrix product with M dense, or None where
-        the taps run.  Along the last axis ``np.take`` gathers single elements: bilinear
-        upsampling of (8, 32, 64, W) along W took 2.3 ms (W = 32) and 4.9 ms (W = 64) by
-        taps, 1.3 and 3.1 dense; the product's cost grows with the input length, the
-        taps' does not (equal at 128, taps 1.5x faster at 256: :data:`DENSE_MAX_IN`), and
-        along the other axes ``np.take`` copies whole rows, as fast as the product.  Only
-        for float32/64 x without inf or NaN (0 * inf in the product would spread NaN
-        over a whole row)."""
-        if (axis != x.ndim - 1 or self.in_size > DENSE_MAX_IN or x.dtype.char not in "fd"
-                or x.size == 0 or not np.isfinite(x.sum(dtype=np.float64))):
-            return None
-        return np.matmul(x, self._dense_as(x.dtype).T)
-
-    def _dense_as(self, dtype: np.dtype) -> np.ndarray:
+    def dense_as(self, dtype: np.dtype) -> np.ndarray:
+        """:meth:`dense` in ``dtype``, kept for the matrix's life."""
         cache = self.__dict__.setdefault("_dense_cache", {})
         m = cache.get(dtype)
         if m is None:
             m = cache[dtype] = self.dense().astype(dtype)
         return m
-
-
-#: the largest input length along the last axis for the dense product (measured in
-#: ``AxisMatrix._apply_dense``: 1.6-2.4x faster than the taps up to 64)
-DENSE_MAX_IN = 64
 
 
 class AxisMap(Function):
