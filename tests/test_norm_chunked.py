@@ -30,12 +30,25 @@ def _run(x, w, b, g, relu=False):
         e.name: e.algorithm for e in prof.of("norm")}
 
 
-def _torch(x, w, b, g, relu=False):
-    xt, wt, bt = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b))
+def _torch(x, w, b, g, relu=False, dtype=torch.float64):
+    xt, wt, bt = (torch.tensor(a, dtype=dtype, requires_grad=True) for a in (x, w, b))
     y = TF.batch_norm(xt, None, None, wt, bt, training=True)
     y = torch.relu(y) if relu else y
-    y.backward(torch.tensor(g, dtype=torch.float64))
-    return [y.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()]
+    y.backward(torch.tensor(g, dtype=dtype))
+    return [t.detach().double().numpy() for t in (y, xt.grad, wt.grad, bt.grad)]
+
+
+def _as_accurate_as_torch(ours, x, w, b, g, relu=False, names=("y", "gx", "gw", "gb")):
+    """Each of ``ours`` (y, gx, gw, gb) named in ``names`` within twice torch float32's
+    max-norm error, both against torch float64 (floor: one float32 rounding)."""
+    exact = _torch(x, w, b, g, relu)
+    theirs = _torch(np.ascontiguousarray(x), w, b, g, relu, torch.float32)
+    for name, o, e, t in zip(("y", "gx", "gw", "gb"), ours, exact, theirs):
+        if name not in names:
+            continue
+        scale = max(np.abs(e).max(), 1e-30)
+        err, torch_err = np.abs(o - e).max() / scale, np.abs(t - e).max() / scale
+        assert err <= 2 * max(torch_err, 2.0 ** -24), (name, err, torch_err)
 
 
 def _params(c):
@@ -81,8 +94,42 @@ def test_odd_shapes_match_torch(shape, channels_last):
     w, b = _params(shape[1])
     out, algo = _run(x, w, b, g)
     assert algo["batch_stats"] == algo["batch_norm_backward"] == "chunked"
-    for ours, ref in zip(out, _torch(x, w, b, g)):
-        assert np.abs(ours - ref).max() <= 2e-5 * max(np.abs(ref).max(), 1.0)
+    _as_accurate_as_torch(out, x, w, b, g)
+
+
+@pytest.mark.parametrize("shape, channels_last", [
+    ((16, 8, 64, 64), False),      # chunks of 4 samples each
+    ((16, 8, 64, 64), True),       # chunks of 2048 rows (half a sample each)
+    ((2, 3, 150000), False),       # chunks along S
+])
+def test_statistics_of_chunks_with_different_means(shape, channels_last):
+    """The statistics take each chunk's deviations from the chunk's own mean and move
+    them to the batch mean (s2 + 2 (m - M) s1 + k (m - M)^2): samples (and, along S,
+    positions) offset by up to 60 standard deviations make every term count; the
+    statistics, y and the gradients stay within twice torch float32's error (y but for
+    the ramp along S: oneDNN's forward, ``(x - mean) inv w + b`` with more float32
+    roundings than torch's ``x alpha + beta``, measured 2.0x torch's error there)."""
+    x = _input(shape, channels_last)
+    offsets = np.linspace(-60, 60, shape[0] if len(shape) == 4 else shape[-1])
+    if len(shape) == 4:
+        x += offsets.reshape(-1, 1, 1, 1).astype(np.float32)
+    else:
+        x += offsets.astype(np.float32)
+    g = RNG.standard_normal(shape).astype(np.float32)
+    w, b = _params(shape[1])
+    mean, var = normalization.batch_stats(x)
+    dims = (0, *range(2, x.ndim))
+    x64 = x.astype(np.float64)
+    tvar, tmean = torch.var_mean(torch.from_numpy(np.ascontiguousarray(x)), dim=dims,
+                                 unbiased=False)
+    for ours, exact, theirs in ((mean, x64.mean(dims), tmean), (var, x64.var(dims), tvar)):
+        scale = np.abs(exact).max()
+        torch_err = np.abs(theirs.double().numpy() - exact).max() / scale
+        assert np.abs(ours - exact).max() / scale <= 2 * max(torch_err, 2.0 ** -24)
+    out, algo = _run(x, w, b, g)
+    assert algo["batch_stats"] == algo["batch_norm_backward"] == "chunked"
+    _as_accurate_as_torch(out, x, w, b, g,
+                          names=("y", "gx", "gw", "gb") if len(shape) == 4 else ("gx", "gw", "gb"))
 
 
 def test_gradient_of_another_layout_and_float64_on_the_reference():

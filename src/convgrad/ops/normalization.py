@@ -201,11 +201,13 @@ def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     (C,) float64 arrays (float32 x's mean carries the float32 mean's rounding residual):
     the accurate sums, two passes (the residual is the mean of the deviations).
 
-    The chunked kernel makes both passes over a chunk while it is in cache, from the
-    chunk's own float32 mean ``m``: its deviations' sum ``s1`` and sum of squares ``s2``
-    are then moved to the batch mean ``M`` in float64 (Chan et al.'s pairwise update:
-    ``sum (x - M)^2 = s2 + 2 (m - M) s1 + k (m - M)^2`` over the chunk's ``k``
-    elements), so x is read from memory once and the pool woken once."""
+    The chunked kernel makes both passes over a chunk while it is in cache, from a
+    float32 mean ``m`` of each of its rows (a channels-last chunk: one mean per channel
+    over the chunk; an (N, C, S) chunk: one per (sample, channel) row, summed in
+    float64, so samples far apart do not cancel in float32): the deviations' sum ``s1``
+    and sum of squares ``s2`` are moved to the batch mean ``M`` in float64 (Chan et
+    al.'s pairwise update: ``sum (x - M)^2 = s2 + 2 (m - M) s1 + k (m - M)^2`` over the
+    row's ``k`` elements), so x is read from memory once and the pool woken once."""
     dims = (0, *range(2, x.ndim))
     n = prod(x.shape[d] for d in dims)
     chunks = _chunks(x)
@@ -213,23 +215,32 @@ def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if chunks is not None:
             rec.algorithm = "chunked"
 
-            def moments(xc, p, tmp):  # k, m, s1, s2 of a chunk, per channel
-                k = xc.size // xc.shape[1]
-                m = (chunks.sums(xc) / k).astype(x.dtype)
-                d = np.subtract(xc, m if chunks.rows else m[:, None], out=tmp[0])
-                s1 = chunks.sums(d)
+            def moments(xc, p, tmp):  # k, m, s1, s2 of the chunk's rows
+                if chunks.rows:  # one (1, C) row: the chunk's mean over its rows
+                    k = xc.shape[0]
+                    m = (chunks.sums(xc) / k).astype(x.dtype)[None]
+                    d = np.subtract(xc, m, out=tmp[0])
+                    s1 = chunks.sums(d)[None]
+                    np.multiply(d, d, out=d)
+                    return k, m.astype(np.float64), s1, chunks.sums(d)[None]
+                # (N, C, S): each (sample, channel) row from its own mean (samples far
+                # apart would cancel in float32 sums of one mean's deviations)
+                k = xc.shape[2]
+                m = (xc.sum(axis=2) / x.dtype.type(k))[..., None]
+                d = np.subtract(xc, m, out=tmp[0])
+                s1 = d.sum(axis=2, dtype=np.float64)
                 np.multiply(d, d, out=d)
-                return k, m.astype(np.float64), s1, chunks.sums(d)
+                return k, m[..., 0].astype(np.float64), s1, d.sum(axis=2, dtype=np.float64)
 
             parts = list(zip((ch for _, ch in chunks.parts), chunks.run(moments, x)))
             total = np.zeros(chunks.c)
             for ch, (k, m, s1, _) in parts:  # in chunk order: independent of the threads
-                total[ch] += k * m + s1
+                total[ch] += (k * m + s1).sum(axis=0)
             mean = total / n
             squares = np.zeros(chunks.c)
             for ch, (k, m, s1, s2) in parts:
                 dm = m - mean[ch]
-                squares[ch] += s2 + 2 * dm * s1 + k * dm * dm
+                squares[ch] += (s2 + 2 * dm * s1 + k * dm * dm).sum(axis=0)
             return mean, np.maximum(squares / n, 0.0)
         rec.algorithm = "numpy"
         hi = reduction.total(x, axis=dims, keepdims=True) / x.dtype.type(n)
