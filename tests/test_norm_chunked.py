@@ -76,8 +76,7 @@ def test_same_bits_with_one_and_three_threads(channels_last, relu, monkeypatch):
         results.append(out)
     for a, b_ in zip(*results):
         np.testing.assert_array_equal(a, b_)
-    for ours, ref in zip(results[0], _torch(x, w, b, g, relu)):
-        assert np.abs(ours - ref).max() <= 1e-5 * max(np.abs(ref).max(), 1.0)
+    _as_accurate_as_torch(results[0], x, w, b, g, relu)
 
 
 @pytest.mark.parametrize("shape, channels_last", [
@@ -140,8 +139,7 @@ def test_gradient_of_another_layout_and_float64_on_the_reference():
     out, algo = _run(x, w, b, g)
     assert algo["batch_norm_backward"] == "chunked"
     assert layouts.is_channels_last(out[1])  # x's layout
-    for ours, ref in zip(out, _torch(x, w, b, g)):
-        assert np.abs(ours - ref).max() <= 1e-5 * max(np.abs(ref).max(), 1.0)
+    _as_accurate_as_torch(out, x, w, b, g)
     out, algo = _run(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64),
                      g.astype(np.float64))
     assert set(algo.values()) == {"numpy"}
