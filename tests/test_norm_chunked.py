@@ -1,5 +1,6 @@
 """The ``norm`` family's chunked kernels (statistics, forward, backward on fixed chunks
-across the thread pool); oracle: torch in float64, and the same call on one thread."""
+across the thread pool), as NumPy passes (``chunked``) and as compiled loops (``numba``);
+oracle: torch in float64, and the same call on one thread."""
 
 import numpy as np
 import pytest
@@ -9,9 +10,18 @@ import torch.nn.functional as TF
 import convgrad as cg
 import convgrad.functional as F
 from convgrad.functional.normalization import batch_norm_relu
-from convgrad.ops import layouts, normalization, parallel, prefer
+from convgrad.ops import jit, layouts, normalization, parallel, prefer
 
 RNG = np.random.default_rng(11)
+
+
+@pytest.fixture(params=["numba", "chunked"])
+def algo(request):
+    """Each chunked algorithm, pinned (``numba``: only where Numba is installed)."""
+    if request.param == "numba" and not jit.enabled():
+        pytest.skip("Numba is not installed")
+    with prefer(request.param):
+        yield request.param
 
 
 def _input(shape, channels_last):
@@ -58,7 +68,7 @@ def _params(c):
 
 @pytest.mark.parametrize("relu", [False, True])
 @pytest.mark.parametrize("channels_last", [False, True])
-def test_same_bits_with_one_and_three_threads(channels_last, relu, monkeypatch):
+def test_same_bits_with_one_and_three_threads(channels_last, relu, monkeypatch, algo):
     """Chunks are fixed, their sums combined in chunk order: the thread count changes
     nothing (oracle: the same call on one thread)."""
     shape = (4, 32, 48, 48)  # 9 chunks, above the pool's threshold
@@ -68,11 +78,10 @@ def test_same_bits_with_one_and_three_threads(channels_last, relu, monkeypatch):
     results = []
     for threads in (1, 3):
         monkeypatch.setattr(parallel, "num_threads", lambda t=threads: t)
-        with prefer("chunked"):  # the forward too
-            out, algo = _run(x, w, b, g, relu)
-        assert set(algo.values()) == {"chunked"}
-        assert set(algo) == {"batch_stats", "batch_norm_forward_training",
-                             "batch_norm_backward"}
+        out, ran = _run(x, w, b, g, relu)
+        assert set(ran) == {"batch_stats", "batch_norm_forward_training",
+                            "batch_norm_backward"}
+        assert set(ran.values()) == {algo}  # the forward too
         results.append(out)
     for a, b_ in zip(*results):
         np.testing.assert_array_equal(a, b_)
@@ -87,12 +96,12 @@ def test_same_bits_with_one_and_three_threads(channels_last, relu, monkeypatch):
     ((2, 700, 3, 3), True),        # channels-last with many channels
     ((4, 6, 1, 1), False),         # no spatial extent: rows
 ])
-def test_odd_shapes_match_torch(shape, channels_last):
+def test_odd_shapes_match_torch(shape, channels_last, algo):
     x = _input(shape, channels_last)
     g = RNG.standard_normal(shape).astype(np.float32)
     w, b = _params(shape[1])
-    out, algo = _run(x, w, b, g)
-    assert algo["batch_stats"] == algo["batch_norm_backward"] == "chunked"
+    out, ran = _run(x, w, b, g)
+    assert ran["batch_stats"] == ran["batch_norm_backward"] == algo
     _as_accurate_as_torch(out, x, w, b, g)
 
 
@@ -101,13 +110,14 @@ def test_odd_shapes_match_torch(shape, channels_last):
     ((16, 8, 64, 64), True),       # chunks of 2048 rows (half a sample each)
     ((2, 3, 150000), False),       # chunks along S
 ])
-def test_statistics_of_chunks_with_different_means(shape, channels_last):
+def test_statistics_of_chunks_with_different_means(shape, channels_last, algo):
     """The statistics take each chunk's deviations from the chunk's own mean and move
     them to the batch mean (s2 + 2 (m - M) s1 + k (m - M)^2): samples (and, along S,
     positions) offset by up to 60 standard deviations make every term count; the
     statistics, y and the gradients stay within twice torch float32's error (y but for
-    the ramp along S: oneDNN's forward, ``(x - mean) inv w + b`` with more float32
-    roundings than torch's ``x alpha + beta``, measured 2.0x torch's error there)."""
+    the ramp along S of the NumPy forward, ``(x - mean) inv w + b`` with more float32
+    roundings than torch's ``x alpha + beta``: measured 2.0x torch's error there; the
+    compiled forward rounds once)."""
     x = _input(shape, channels_last)
     offsets = np.linspace(-60, 60, shape[0] if len(shape) == 4 else shape[-1])
     if len(shape) == 4:
@@ -125,35 +135,68 @@ def test_statistics_of_chunks_with_different_means(shape, channels_last):
         scale = np.abs(exact).max()
         torch_err = np.abs(theirs.double().numpy() - exact).max() / scale
         assert np.abs(ours - exact).max() / scale <= 2 * max(torch_err, 2.0 ** -24)
-    out, algo = _run(x, w, b, g)
-    assert algo["batch_stats"] == algo["batch_norm_backward"] == "chunked"
+    out, ran = _run(x, w, b, g)
+    assert ran["batch_stats"] == ran["batch_norm_backward"] == algo
     _as_accurate_as_torch(out, x, w, b, g,
-                          names=("y", "gx", "gw", "gb") if len(shape) == 4 else ("gx", "gw", "gb"))
+                          names=("gx", "gw", "gb") if len(shape) == 3 and algo == "chunked"
+                          else ("y", "gx", "gw", "gb"))
 
 
-def test_gradient_of_another_layout_and_float64_on_the_reference():
+def test_gradient_of_another_layout_and_float64_on_the_reference(algo):
     shape = (4, 8, 9, 9)
     x = _input(shape, True)
     g = np.ascontiguousarray(RNG.standard_normal(shape).astype(np.float32))  # NCHW
     w, b = _params(8)
-    out, algo = _run(x, w, b, g)
-    assert algo["batch_norm_backward"] == "chunked"
+    out, ran = _run(x, w, b, g)
+    assert ran["batch_norm_backward"] == algo
     assert layouts.is_channels_last(out[1])  # x's layout
     _as_accurate_as_torch(out, x, w, b, g)
-    out, algo = _run(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64),
-                     g.astype(np.float64))
-    assert set(algo.values()) == {"numpy"}
+    out, ran = _run(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64),
+                    g.astype(np.float64))
+    assert set(ran.values()) == {"numpy"}
     for ours, ref in zip(out, _torch(x, w, b, g)):
         assert np.abs(ours - ref).max() <= 1e-12 * max(np.abs(ref).max(), 1.0)
 
 
-def test_only_the_parameter_gradients():
+def test_only_the_parameter_gradients(algo):
     x = _input((6, 4, 5, 5), True)
     g = RNG.standard_normal(x.shape).astype(np.float32)
     mean, var = normalization.batch_stats(x)
-    gx, gw, gb = normalization.batch_norm_backward(g, x, mean, var, None, None, 1e-5,
-                                                   (False, True, True))
+    with cg.profile() as prof:
+        gx, gw, gb = normalization.batch_norm_backward(g, x, mean, var, None, None, 1e-5,
+                                                       (False, True, True))
+    assert [e.algorithm for e in prof.of("norm")] == [algo]
     ref = _torch(x, np.ones(4, np.float32), np.zeros(4, np.float32), g)
     assert gx is None
     np.testing.assert_allclose(gw, ref[2], rtol=1e-5, atol=1e-4)
     np.testing.assert_allclose(gb, ref[3], rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.skipif(not jit.enabled(), reason="Numba is not installed")
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_loops_on_the_pool_where_numba_threads_are_not_thread_safe(channels_last,
+                                                                    monkeypatch):
+    """Numba's own work queue aborts when two threads launch at once: there the loops
+    are compiled serial and run on the pool, with the same results."""
+    from convgrad.ops import norm_loops
+
+    shape = (4, 32, 48, 48)
+    x = _input(shape, channels_last)
+    g = RNG.standard_normal(shape).astype(np.float32)
+    w, b = _params(shape[1])
+    with prefer("numba"):
+        expected, _ = _run(x, w, b, g, relu=True)
+    monkeypatch.setattr(norm_loops, "_threading_layer", lambda numba: "workqueue")
+    serial = norm_loops._compile(jit.numba())
+    assert not serial.parallel
+    monkeypatch.setattr(norm_loops, "_compiled", [serial])
+    calls = []
+    run_chunks = parallel.run_chunks
+    monkeypatch.setattr(parallel, "run_chunks", lambda tasks: calls.append(len(tasks)) or
+                        run_chunks(tasks))
+    with prefer("numba"):
+        out, ran = _run(x, w, b, g, relu=True)
+    assert set(ran.values()) == {"numba"}
+    assert len(calls) == 4 and min(calls) > 1  # stats, forward, the backward's two passes
+    for a, b_ in zip(out, expected):
+        np.testing.assert_array_equal(a, b_)

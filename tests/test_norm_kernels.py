@@ -1,5 +1,6 @@
-"""The ``norm`` kernel family (BatchNorm training on oneDNN or the NumPy reference);
-oracle: torch (float64 for values and gradients, its modules for running statistics)."""
+"""The ``norm`` kernel family (BatchNorm training on Numba's loops, oneDNN, the NumPy
+chunked passes or the NumPy reference); oracle: torch (float64 for values and gradients,
+its modules for running statistics)."""
 
 from contextlib import nullcontext
 
@@ -12,9 +13,16 @@ import convgrad as cg
 import convgrad.functional as F
 from convgrad import nn
 from convgrad.functional.normalization import batch_norm_relu
-from convgrad.ops import layouts, onednn, prefer
+from convgrad.ops import jit, layouts, onednn, prefer
 
 needs_onednn = pytest.mark.skipif(not onednn.available(), reason="oneDNN unavailable")
+#: the statistics and the backward by default: Numba's loops where it is installed
+SUMS = "numba" if jit.enabled() else "chunked"
+
+
+def _default_forward(algorithm: str) -> bool:
+    """``algorithm`` is the forward's default: Numba's loops, else oneDNN's."""
+    return algorithm == "numba" if jit.enabled() else algorithm.startswith("onednn:")
 RNG = np.random.default_rng(7)
 
 
@@ -60,7 +68,7 @@ SHAPES = [(6, 5), (3, 5, 7), (2, 3, 5, 7), (2, 4, 3, 5, 6), (8, 16, 9, 9), (1, 3
 @pytest.mark.parametrize("channels_last", [False, True])
 @pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("affine", ["both", "weight", "none"])
-def test_batch_norm_float32_matches_torch_and_runs_onednn(shape, channels_last, affine):
+def test_batch_norm_float32_matches_torch_on_the_default_kernels(shape, channels_last, affine):
     c = shape[1]
     x = _input(shape, channels_last)
     g = RNG.standard_normal(shape).astype(np.float32)
@@ -71,11 +79,10 @@ def test_batch_norm_float32_matches_torch_and_runs_onednn(shape, channels_last, 
     _close(y, y_ref, 1e-5)
     for ours, ref in zip(grads, grads_ref):
         _close(ours, ref, 1e-4)
-    assert algo["batch_norm_forward_training"].startswith("onednn:")
-    # oneDNN's own float32 sums miss torch's accuracy: its elementwise passes with the
-    # accurate sums in between run the backward
-    assert algo["batch_norm_backward"] == "chunked"
-    assert algo["batch_stats"] == "chunked"
+    assert _default_forward(algo["batch_norm_forward_training"])
+    # oneDNN's own float32 sums miss torch's accuracy: the accurate sums run the
+    # statistics and the backward
+    assert algo["batch_norm_backward"] == algo["batch_stats"] == SUMS
     # the output keeps the input's layout
     assert layouts.is_channels_last(y) == layouts.is_channels_last(x)
 
@@ -135,12 +142,14 @@ def test_batch_norm_relu_equals_batch_norm_then_relu(channels_last, pin):
     for ours, ref in zip(grads, grads_ref):
         _close(ours, ref, 1e-4)
     fwd, bwd = algo["batch_norm_forward_training"], algo["batch_norm_backward"]
-    assert fwd.startswith("onednn:") == (pin in (None, "onednn"))
+    assert fwd.startswith("onednn:") == (pin == "onednn" or pin is None and not jit.enabled())
     if pin == "chunked":  # the chunked forward, no oneDNN mask: the backward recomputes it
         assert fwd == "chunked"
+    if pin is None:
+        assert _default_forward(fwd)
     # pinned to oneDNN, the backward is oneDNN's own, reading the forward's ReLU mask
-    # (its workspace); by default the chunked kernel, recomputing the output for the mask
-    assert bwd == {None: "chunked", "chunked": "chunked", "numpy": "numpy"}.get(pin, bwd)
+    # (its workspace); by default the accurate sums, recomputing the output for the mask
+    assert bwd == {None: SUMS, "chunked": "chunked", "numpy": "numpy"}.get(pin, bwd)
     assert bwd.startswith("onednn:") == (pin == "onednn")
 
 
@@ -218,7 +227,7 @@ def test_eval_mode_runs_one_inference_kernel_without_grad(channels_last):
     expected = ref(torch.from_numpy(np.ascontiguousarray(x))).detach().numpy()
     with cg.profile() as prof, cg.no_grad():
         y = ours(cg.tensor(x))
-    assert [(e.name, e.algorithm.startswith("onednn:")) for e in prof.of("norm")] == [
+    assert [(e.name, _default_forward(e.algorithm)) for e in prof.of("norm")] == [
         ("batch_norm_forward_inference", True)]
     assert layouts.is_channels_last(y.data) == channels_last
     np.testing.assert_allclose(y.data, expected, rtol=1e-5, atol=1e-5)
@@ -243,7 +252,7 @@ def test_float32_error_within_twice_torchs_with_a_large_mean(channels_last):
     w = (1 + 0.1 * RNG.standard_normal(16)).astype(np.float32)
     b = (0.1 * RNG.standard_normal(16)).astype(np.float32)
     y, grads, algo = _ours(x, w, b, g)
-    assert algo["batch_norm_backward"] == "chunked"
+    assert algo["batch_norm_backward"] == SUMS
     ref64 = _torch_bn(x, w, b, g)
     xt, wt, bt = (torch.tensor(np.ascontiguousarray(a), requires_grad=True) for a in (x, w, b))
     yt = TF.batch_norm(xt, None, None, wt, bt, training=True)
@@ -282,8 +291,8 @@ def test_group_instance_layer_norm_run_batch_norm_on_a_view(norm, channels_last)
         y = ours_fn(xs, ws, bs)
         y.backward(cg.tensor(g))
     algos = {e.name: e.algorithm for e in prof.of("norm")}
-    assert algos["batch_norm_forward_training"].startswith("onednn:")
-    assert algos["batch_norm_backward"] == "chunked"
+    assert _default_forward(algos["batch_norm_forward_training"])
+    assert algos["batch_norm_backward"] == SUMS
     ts = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b)]
     yt = torch_fn(*ts)
     yt.backward(torch.tensor(g, dtype=torch.float64))

@@ -20,31 +20,17 @@ from math import prod
 
 import numpy as np
 
+from . import jit
 from .slab import padded_slab, slab_extent
 
-_numba = None  # the numba module once imported, False when it is not installed
 _kernels: dict = {}
-
-
-def _import_numba():
-    """Numba, imported on the first few-channel convolution (not with convgrad: importing
-    it costs about 0.3 s), or None when it is not installed."""
-    global _numba
-    if _numba is None:
-        try:
-            import numba
-        except ImportError:
-            _numba = False
-        else:
-            _numba = numba
-    return _numba or None
 
 
 def __getattr__(name: str):
     # ``HAVE_NUMBA`` is computed on first read: the dispatcher reads it only for groups
     # small enough for these loops, so other convolutions never import numba
     if name == "HAVE_NUMBA":
-        return _import_numba() is not None
+        return jit.numba() is not None
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -52,7 +38,7 @@ def _compile(loop: str, parallel: bool, fastmath: bool):
     key = (loop, parallel, fastmath)
     if key in _kernels:
         return _kernels[key]
-    numba = _import_numba()
+    numba = jit.numba()
     njit = numba.njit
     prange = numba.prange if parallel else range
 

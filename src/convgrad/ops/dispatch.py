@@ -26,13 +26,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from dataclasses import dataclass
 from math import prod
 
 import numpy as np
 
-from . import direct, layouts, onednn
+from . import direct, jit, layouts, onednn
 from . import fft as fft_mod
 from .im2col import im2col_conv
 from .lowering import Lowered, lower
@@ -73,7 +72,7 @@ IM2COL_CHUNK_BYTES = 8 * 2**20
 
 
 def _direct_enabled() -> bool:
-    return direct.HAVE_NUMBA and os.environ.get("CONVGRAD_DISABLE_NUMBA", "") in ("", "0")
+    return jit.enabled()
 
 
 #: the convolution family: ``prefer(name)`` pins one of ALGORITHMS (see ``registry.prefer``)

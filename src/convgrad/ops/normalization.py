@@ -29,7 +29,8 @@ from math import prod
 
 import numpy as np
 
-from . import layouts, parallel, reduction
+from . import jit, layouts, parallel, reduction
+from .norm_loops import loops
 from .onednn import _library as L
 from .onednn.norm import NormPlan, batch_norm_plan
 from .registry import family
@@ -37,7 +38,7 @@ from .registry import family
 __all__ = ["NORM", "batch_norm_backward", "batch_norm_forward", "batch_stats"]
 
 #: the normalisation family: ``prefer("onednn")`` / ``prefer("numpy")`` pin it
-NORM = family("norm", ("onednn", "chunked", "numpy"))
+NORM = family("norm", ("onednn", "numba", "chunked", "numpy"))
 _F32 = np.dtype(np.float32)
 
 
@@ -121,6 +122,7 @@ class _Chunks:
             step = max(block, CHUNK // c // block * block)
             self.parts = [((slice(a, a + step), slice(b, b + width)), slice(b, b + width))
                           for b in range(0, c, width) for a in range(0, r, step)]
+            self.width, self.span = min(width, c), min(step, r)  # the largest chunk's
         else:
             n, s = x.shape[0], x.size // (x.shape[0] * c)
             ss = min(s, CHUNK)
@@ -130,7 +132,13 @@ class _Chunks:
                            slice(b, b + cc))
                           for b in range(0, c, cc) for i in range(0, n, nn)
                           for a in range(0, s, ss)]
+            self.width, self.samples, self.span = cc, nn, ss  # the largest chunk's
         self.most = min(CHUNK, x.size)
+        dims = (x.size // c, c) if rows else (x.shape[0], c, x.size // (x.shape[0] * c))
+        #: each chunk's index ranges in the view, flat (start, stop, start, stop, ...)
+        self.bounds = [tuple(v for k, d in zip(key, dims) for v in (k.start, min(k.stop, d)))
+                       for key, _ in self.parts]
+        self._bounds = None
 
     def view(self, a: np.ndarray) -> np.ndarray:
         """``a`` (x's shape and strides) as the (rows, C) or (N, C, S) array, no copy."""
@@ -166,6 +174,42 @@ class _Chunks:
                     results[i] = fn(*chunks, lambda v, ch=ch: v[ch, None], tmp)
             return 0
 
+        self._on_pool(task)
+        return results
+
+    def loop(self, kernel, *arrays: np.ndarray, args: tuple = (), out: tuple = (),
+             scratch: int = 0) -> np.ndarray | None:
+        """``kernel(*views, *args, bounds[, scratch][, out])``, a compiled pass of
+        :mod:`.norm_loops` over every chunk: the views are ``arrays`` (x and others of its
+        layout) as whole C-contiguous (rows, C) or (N, C, S) arrays (a compiled loop then
+        knows its rows are contiguous: a chunk's view would not tell it); ``bounds``, the
+        chunks' index ranges in them, one row per chunk; ``scratch``, a float32 array of
+        that many elements per chunk; ``out``, a float64 array of this shape per chunk,
+        returned (chunk p's in row p).  One call, on Numba's threads, or runs of chunks
+        on the pool (:class:`.norm_loops.Loops`)."""
+        views = [self.view(a) for a in arrays]
+        k = len(self.parts)
+        if self._bounds is None:
+            self._bounds = np.array(self.bounds, dtype=np.int64)
+        bounds = self._bounds
+        extra = [np.empty((k, scratch), np.float32)] if scratch else []
+        results = np.empty((k, *out)) if out else None
+        extra += [results] if out else []
+        lp = self.loops
+        threads = 1 if self.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads()
+        if lp.parallel:
+            jit.set_threads(threads)
+            kernel(*views, *args, bounds, *extra)
+            return results
+
+        def task(lo: int, hi: int) -> int:
+            kernel(*views, *args, bounds[lo:hi], *(e[lo:hi] for e in extra))
+            return 0
+
+        self._on_pool(task)
+        return results
+
+    def _on_pool(self, task) -> None:
         k = len(self.parts)
         # a few runs of chunks per thread: a thread slowed by another process hands over
         # the rest (each task costs ~20 us)
@@ -174,7 +218,6 @@ class _Chunks:
             tasks = 1
         cuts = [k * i // tasks for i in range(tasks + 1)]
         parallel.run_chunks([lambda a=a, b=b: task(a, b) for a, b in zip(cuts, cuts[1:])])
-        return results
 
     def combine(self, results: list) -> list[np.ndarray]:
         """The chunks' per-channel partial sums added in chunk order, one (C,) array per
@@ -188,12 +231,21 @@ class _Chunks:
 
 def _chunks(x: np.ndarray) -> _Chunks | None:
     """The chunked kernels' cut of ``x``, or None: the reference runs it (float64 and
-    other dtypes, strided views, or ``prefer("numpy")``)."""
-    if NORM.pinned() == "numpy" or x.dtype is not _F32 or x.ndim < 2 or x.size == 0:
+    other dtypes, strided views, or ``prefer("numpy")``).  Its ``loops`` are the compiled
+    passes (:mod:`.norm_loops`, algorithm ``numba``) where Numba is installed, unless
+    ``prefer("chunked")`` pins the NumPy passes; its ``algorithm`` says which."""
+    pinned = NORM.pinned()
+    if pinned == "numpy" or x.dtype is not _F32 or x.ndim < 2 or x.size == 0:
         return None
     if x.flags.c_contiguous:
-        return _Chunks(x, rows=x.size == x.shape[0] * x.shape[1])  # no spatial dims: rows
-    return _Chunks(x, rows=True) if layouts.is_channels_last(x) else None
+        chunks = _Chunks(x, rows=x.size == x.shape[0] * x.shape[1])  # no spatial dims: rows
+    elif layouts.is_channels_last(x):
+        chunks = _Chunks(x, rows=True)
+    else:
+        return None
+    chunks.loops = None if pinned == "chunked" else loops()
+    chunks.algorithm = "chunked" if chunks.loops is None else "numba"
+    return chunks
 
 
 def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -213,7 +265,8 @@ def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     chunks = _chunks(x)
     with NORM.record("batch_stats", x.shape) as rec:
         if chunks is not None:
-            rec.algorithm = "chunked"
+            rec.algorithm = chunks.algorithm
+            lp = chunks.loops
 
             def moments(xc, p, tmp):  # k, m, s1, s2 of the chunk's rows
                 if chunks.rows:  # one (1, C) row: the chunk's mean over its rows
@@ -232,7 +285,18 @@ def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 np.multiply(d, d, out=d)
                 return k, m[..., 0].astype(np.float64), s1, d.sum(axis=2, dtype=np.float64)
 
-            parts = list(zip((ch for _, ch in chunks.parts), chunks.run(moments, x)))
+            if lp is None:
+                results = chunks.run(moments, x)
+            elif chunks.rows:  # float64 means, deviations and squares in one loop
+                out = chunks.loop(lp["moments_rows"], x, out=(3, chunks.width))
+                results = [(r1 - r0, *o[:, None, :c1 - c0])
+                           for (r0, r1, c0, c1), o in zip(chunks.bounds, out)]
+            else:
+                out = chunks.loop(lp["moments_ncs"], x,
+                                  out=(3, chunks.samples, chunks.width))
+                results = [(j1 - j0, *o[:, :i1 - i0, :c1 - c0])
+                           for (i0, i1, c0, c1, j0, j1), o in zip(chunks.bounds, out)]
+            parts = list(zip((ch for _, ch in chunks.parts), results))
             total = np.zeros(chunks.c)
             for ch, (k, m, s1, _) in parts:  # in chunk order: independent of the threads
                 total[ch] += (k * m + s1).sum(axis=0)
@@ -269,18 +333,26 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, var: np.ndarray,
     :func:`batch_norm_backward`.  ``training``: the statistics are the batch's (a
     training forward), else the running ones (inference)."""
     c = x.shape[1]
+    mean64, var64 = _stat(mean, np.float64), _stat(var, np.float64)
     mean, lo = _split(mean, x.dtype)
     var = _stat(var, x.dtype)
-    s = _scale(var, _stat(weight, x.dtype), eps)
+    s = _scale(var64, _stat(weight, x.dtype), eps)
+    bias64 = np.zeros(c) if bias is None else _stat(bias, np.float64)
     # the mean's residual: y = (x - hi) inv w + (b - inv w lo)
-    shift = (np.zeros(c) if bias is None else np.asarray(bias, np.float64).reshape(-1)) - s * lo
+    shift = (bias64 - s * lo).astype(x.dtype)
     weight = np.ones(c, x.dtype) if weight is None else _stat(weight, x.dtype)
-    shift = shift.astype(x.dtype)
     pass_name = "forward_training" if training else "forward_inference"
-    plan = _plan(pass_name, x, _flags(weight, shift, relu), eps)
+    chunks = _chunks(x)
+    lp = chunks.loops if chunks is not None and NORM.pinned() != "onednn" else None
+    plan = None if lp is not None else _plan(pass_name, x, _flags(weight, shift, relu), eps)
     with NORM.record(f"batch_norm_{pass_name}", x.shape) as rec:
         y = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype)
         ws = None
+        if lp is not None:  # float32((x - mean) s + b) in float64: one rounding
+            rec.algorithm = chunks.algorithm
+            chunks.loop(lp["forward_rows" if chunks.rows else "forward_ncs"], x,
+                        args=(mean64, s, bias64, relu, chunks.view(y)))
+            return y, None
         if plan is not None:
             rec.algorithm = plan.name
             arrays = {"src": x, "dst": y, "mean": mean, "var": var, "scale": weight,
@@ -289,7 +361,6 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, var: np.ndarray,
                 ws = arrays["ws"] = np.empty(plan.workspace_size, dtype=np.uint8)
             plan.run(arrays)
             return y, ws
-        chunks = _chunks(x)
         if chunks is not None:
             rec.algorithm = "chunked"
             _chunked_forward(chunks, x, mean, s.astype(x.dtype), shift, relu, y)
@@ -299,8 +370,14 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, var: np.ndarray,
         return y, None
 
 
+def _inv(var: np.ndarray, eps: float) -> np.ndarray:
+    """``(var + eps)^-1/2`` in float64: in float32 its three roundings put 1.5e-7
+    relative error into every y of a channel (torch's error: 4.6e-8)."""
+    return 1.0 / np.sqrt(var.astype(np.float64) + eps)
+
+
 def _scale(var: np.ndarray, weight: np.ndarray | None, eps: float) -> np.ndarray:
-    inv = 1.0 / np.sqrt(var + var.dtype.type(eps))
+    inv = _inv(var, eps)
     return inv if weight is None else inv * weight
 
 
@@ -332,6 +409,7 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
     statistics differentiated) at ``g``; None for those ``need`` does not ask.  A fused
     ReLU's gradient comes from ``relu_mask`` (oneDNN's) or, in the reference, from the
     output recomputed from x (``relu``; ``bias`` is read for it)."""
+    var64 = _stat(var, np.float64)
     mean, lo = _split(mean, x.dtype)
     var, weight = _stat(var, x.dtype), _stat(weight, x.dtype)
     flags = _flags(weight, bias if need[2] or relu else None, relu)
@@ -358,11 +436,11 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
         bias = _stat(bias, x.dtype)
         chunks = _chunks(x)
         if chunks is not None:
-            rec.algorithm = "chunked"
-            return _chunked_backward(chunks, g, x, mean, lo, var, weight, bias, eps, need,
+            rec.algorithm = chunks.algorithm
+            return _chunked_backward(chunks, g, x, mean, lo, var64, weight, bias, eps, need,
                                      relu)
         rec.algorithm = "numpy"
-        return _reference_backward(g, x, mean, lo, var, weight, bias, eps, need, relu)
+        return _reference_backward(g, x, mean, lo, var64, weight, bias, eps, need, relu)
 
 
 def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, need,
@@ -379,12 +457,16 @@ def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, nee
         chunks.view(g)
     except ValueError:  # another layout: g copied into x's
         g = _like(x, g)
-    inv = 1.0 / np.sqrt(var + var.dtype.type(eps))
+    inv = _inv(var, eps)
     gx = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype) if need[0] else None
-    if relu:  # the output recomputed: y = s d + t
+    lp = chunks.loops
+    if lp is not None:  # the compiled passes: the ReLU's mask recomputed in each
+        return _looped_backward(chunks, lp, g, x, hi, lo, inv, weight, bias, n, need, gx,
+                                relu)
+    if relu:  # the output recomputed as the forward rounds it: y = s d + t
         s = inv if weight is None else inv * weight
-        t = (0.0 if bias is None else bias.astype(np.float64)) - s.astype(np.float64) * lo
-        t = t.astype(x.dtype)
+        t = ((0.0 if bias is None else bias.astype(np.float64)) - s * lo).astype(x.dtype)
+        s = s.astype(x.dtype)
 
     def sums(xc, gc, *rest):  # sum g and sum g d in a chunk (g masked by the ReLU, kept in gx)
         p, tmp = rest[-2:]
@@ -408,7 +490,7 @@ def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, nee
         a = inv if weight is None else inv * weight
         k = -a * gw / n
         c = ((-a * gb / n) - k * inv * lo).astype(x.dtype)
-        k = (k * inv).astype(x.dtype)
+        k, a = (k * inv).astype(x.dtype), a.astype(x.dtype)
 
         def grad(xc, gc, oc, p, tmp):
             d = np.subtract(xc, p(hi), out=tmp[0])
@@ -418,6 +500,31 @@ def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, nee
             oc += d
 
         chunks.run(grad, x, g, gx)
+    gw, gb = gw.astype(x.dtype), gb.astype(x.dtype)
+    return gx, (gw if need[1] else None), (gb if need[2] else None)
+
+
+def _looped_backward(chunks: _Chunks, lp: dict, g, x, hi, lo, inv, weight, bias, n, need,
+                     gx, relu) -> tuple:
+    """:func:`_chunked_backward`'s two passes as the compiled loops (:mod:`.norm_loops`),
+    a fused ReLU's mask from the forward's output recomputed as it computed it, from the
+    float64 mean ``m``, scale ``s`` and shift ``t``."""
+    kind = "rows" if chunks.rows else "ncs"
+    m = hi.astype(np.float64) + lo
+    s = inv if weight is None else inv * weight
+    t = np.zeros(x.shape[1]) if bias is None else bias.astype(np.float64)
+    if not chunks.view(g).flags.c_contiguous:  # the loops index x's memory order
+        g = _like(x, g)
+    out = chunks.loop(lp["sums_" + kind], x, g, args=(hi, m, s, t, relu), out=(2, chunks.width),
+                      scratch=chunks.width if chunks.rows else chunks.span)
+    gb, gd = chunks.combine([o[:, :b[3] - b[2]] for b, o in zip(chunks.bounds, out)])
+    gw = inv * (gd - lo * gb)
+    if need[0]:
+        a = inv if weight is None else inv * weight
+        k = -a * gw / n
+        b = ((-a * gb / n) - k * inv * lo).astype(x.dtype)
+        k, a = (k * inv).astype(x.dtype), a.astype(x.dtype)
+        chunks.loop(lp["grad_" + kind], x, g, gx, args=(hi, k, b, a, m, s, t, relu))
     gw, gb = gw.astype(x.dtype), gb.astype(x.dtype)
     return gx, (gw if need[1] else None), (gb if need[2] else None)
 
@@ -432,7 +539,7 @@ def _like(x: np.ndarray, a: np.ndarray) -> np.ndarray:
 def _reference_backward(g, x, mean, lo, var, weight, bias, eps, need, relu) -> tuple:
     nd, dims = x.ndim, (0, *range(2, x.ndim))
     n = prod(x.shape[d] for d in dims)
-    inv = 1.0 / np.sqrt(var + var.dtype.type(eps))
+    inv = _inv(var, eps)
     xh = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype)
     np.subtract(x, _bcast(mean, nd), out=xh)
     xh *= _bcast(inv, nd)

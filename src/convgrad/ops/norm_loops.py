@@ -1,0 +1,228 @@
+"""The norm family's chunk passes as fused loops, compiled with Numba (:mod:`.jit`).
+
+Each pass reads a chunk of the array once, while it is in cache, where NumPy makes one
+pass per operation.  Two loop orders, as :class:`.normalization._Chunks` cuts an array:
+
+* ``rows``: a channels-last array as a (R, C) matrix, channels innermost (vectorised
+  across channels, one float64 accumulator per channel); a chunk's ``bounds`` are
+  (r0, r1, c0, c1);
+* ``ncs``: an (N, C, S) array, each (sample, channel) row's contiguous S innermost;
+  a chunk's ``bounds`` are (i0, i1, c0, c1, j0, j1).
+
+Each pass takes the whole C-contiguous arrays and a (P, 4 or 6) array of its chunks'
+bounds, and runs the chunks in a ``prange``: on OpenMP's threads, the team oneDNN's
+convolutions just left spinning (run on Python threads instead, the chunks waited for
+those spinning threads' cores: a ResNet-18 step gained nothing).  Where Numba's threading
+layer is its own work queue (which aborts when two threads launch at once) the passes
+are compiled serial and the caller hands runs of chunks to its thread pool instead.
+A chunk's results go to its own row of ``out``: nothing depends on the thread count.
+
+Sums are float64 (each product ``g (x - hi)`` exact), so a chunk's sums carry no float32
+rounding at all; the ``ncs`` sums may reassociate (``fastmath={"reassoc"}``, which
+vectorises a float64 reduction along a row) and nothing else does.  The forward's
+output is ``float32((x - mean) s + t)`` computed in float64, one rounding (torch's
+``x alpha + beta`` has three, oneDNN's more); the backward recomputes it, in the same
+function, for a fused ReLU's mask.  The gradient's float32 arithmetic is the NumPy
+chunked kernels' own, operation by operation.  Every inner loop runs over a 1-d
+contiguous slice, the ReLU's test hoisted out of it: both keep it vectorised (indexing
+the 2-d array there, or a chunk typed as strided, ran 2-5x slower).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit
+
+__all__ = ["Loops", "loops"]
+
+
+class Loops(dict):
+    """The compiled passes by name (``moments_rows``, ``sums_ncs``, ...); ``parallel``:
+    they run their chunks on Numba's threads (else serial, for the caller's pool)."""
+
+    parallel: bool = False
+
+
+_compiled: list = []
+
+
+def loops() -> Loops | None:
+    """The compiled passes, or None without Numba.  Compiled on first use (and cached on
+    disk by Numba)."""
+    if not _compiled:
+        if not jit.enabled():
+            return None
+        _compiled.append(_compile(jit.numba()))
+    return _compiled[0]
+
+
+def _threading_layer(numba) -> str:
+    """The threading layer Numba launches parallel loops on (chosen on the first one)."""
+    @numba.njit(parallel=True, cache=True)
+    def probe(n):
+        out = np.zeros(n)
+        for i in numba.prange(n):
+            out[i] = i
+        return out
+
+    probe(2)
+    return numba.threading_layer()
+
+
+def _compile(numba) -> Loops:
+    passes = Loops()
+    passes.parallel = _threading_layer(numba) in ("omp", "tbb")
+    prange = numba.prange if passes.parallel else range
+    plain = numba.njit(nogil=True, cache=True, parallel=passes.parallel)
+    summing = numba.njit(nogil=True, cache=True, parallel=passes.parallel,
+                         fastmath={"reassoc"})
+
+    # the forward's y, float32((x - m) s + t) rounded once, is written out in each pass
+    # (a compiled helper in their closure would change Numba's cache key every process)
+
+    # ----------------------------------------------------------------- rows: (R, C)
+    def forward_rows(x, m, s, t, relu, y, bounds):
+        for p in prange(bounds.shape[0]):
+            r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            mp, sp, tp = m[c0:c1], s[c0:c1], t[c0:c1]
+            for i in range(r0, r1):
+                xr, yr = x[i, c0:c1], y[i, c0:c1]
+                for c in range(c1 - c0):
+                    yr[c] = np.float32((np.float64(xr[c]) - mp[c]) * sp[c] + tp[c])
+                if relu:
+                    for c in range(c1 - c0):
+                        if yr[c] < 0:  # NaN stays NaN
+                            yr[c] = 0
+
+    def moments_rows(x, bounds, out):  # out[p] (3, W): mean, sum (x - m), sum (x - m)^2
+        for p in prange(bounds.shape[0]):
+            r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            w = c1 - c0
+            m, s1, s2 = out[p, 0, :w], out[p, 1, :w], out[p, 2, :w]
+            m[:] = 0.0
+            s1[:] = 0.0
+            s2[:] = 0.0
+            for i in range(r0, r1):
+                xr = x[i, c0:c1]
+                for c in range(w):
+                    m[c] += xr[c]
+            for c in range(w):
+                m[c] /= r1 - r0
+            for i in range(r0, r1):
+                xr = x[i, c0:c1]
+                for c in range(w):
+                    d = np.float64(xr[c]) - m[c]
+                    s1[c] += d
+                    s2[c] += d * d
+
+    def sums_rows(x, g, hi, m, s, t, relu, bounds, scratch, out):  # out[p]: sum g, sum g d
+        for p in prange(bounds.shape[0]):
+            r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            w = c1 - c0
+            hp, mp, sp, tp = hi[c0:c1], m[c0:c1], s[c0:c1], t[c0:c1]
+            gb, gd, gm = out[p, 0, :w], out[p, 1, :w], scratch[p, :w]
+            gb[:] = 0.0
+            gd[:] = 0.0
+            for i in range(r0, r1):
+                xr, gr = x[i, c0:c1], g[i, c0:c1]
+                if relu:  # g where the output is positive
+                    for c in range(w):
+                        y = np.float32((np.float64(xr[c]) - mp[c]) * sp[c] + tp[c])
+                        gm[c] = gr[c] if y > 0 else 0
+                    gr = gm
+                for c in range(w):
+                    gb[c] += gr[c]
+                    gd[c] += np.float64(gr[c]) * (xr[c] - hp[c])
+
+    def grad_rows(x, g, gx, hi, k, b, a, m, s, t, relu, bounds):
+        for p in prange(bounds.shape[0]):  # gx = a g + (k (x - hi) + b)
+            r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            hp, kp, bp, ap = hi[c0:c1], k[c0:c1], b[c0:c1], a[c0:c1]
+            mp, sp, tp = m[c0:c1], s[c0:c1], t[c0:c1]
+            for i in range(r0, r1):
+                xr, gr, o = x[i, c0:c1], g[i, c0:c1], gx[i, c0:c1]
+                for c in range(c1 - c0):
+                    o[c] = gr[c] * ap[c] + ((xr[c] - hp[c]) * kp[c] + bp[c])
+                if relu:
+                    for c in range(c1 - c0):
+                        if not np.float32((np.float64(xr[c]) - mp[c]) * sp[c] + tp[c]) > 0:
+                            o[c] = np.float32(0) * ap[c] + ((xr[c] - hp[c]) * kp[c] + bp[c])
+
+    # ------------------------------------------------------------ ncs: (N, C, S)
+    def forward_ncs(x, m, s, t, relu, y, bounds):
+        for p in prange(bounds.shape[0]):
+            i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            j0, j1 = bounds[p, 4], bounds[p, 5]
+            for i in range(i0, i1):
+                for c in range(c0, c1):
+                    mc, sc, tc = m[c], s[c], t[c]
+                    xr, yr = x[i, c, j0:j1], y[i, c, j0:j1]
+                    for j in range(j1 - j0):
+                        yr[j] = np.float32((np.float64(xr[j]) - mc) * sc + tc)
+                    if relu:
+                        for j in range(j1 - j0):
+                            if yr[j] < 0:
+                                yr[j] = 0
+
+    def moments_ncs(x, bounds, out):  # out[p] (3, A, W): per (sample, channel) row
+        for p in prange(bounds.shape[0]):
+            i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            j0, j1 = bounds[p, 4], bounds[p, 5]
+            for i in range(i0, i1):
+                for c in range(c0, c1):
+                    xr = x[i, c, j0:j1]
+                    m = 0.0
+                    for j in range(j1 - j0):
+                        m += xr[j]
+                    m /= j1 - j0
+                    s1 = s2 = 0.0
+                    for j in range(j1 - j0):
+                        d = np.float64(xr[j]) - m
+                        s1 += d
+                        s2 += d * d
+                    out[p, 0, i - i0, c - c0] = m
+                    out[p, 1, i - i0, c - c0] = s1
+                    out[p, 2, i - i0, c - c0] = s2
+
+    def sums_ncs(x, g, hi, m, s, t, relu, bounds, scratch, out):  # out[p] (2, W)
+        for p in prange(bounds.shape[0]):
+            i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            j0, j1 = bounds[p, 4], bounds[p, 5]
+            gm = scratch[p, :j1 - j0]
+            for c in range(c0, c1):
+                h, mc, sc, tc = hi[c], m[c], s[c], t[c]
+                gb = gd = 0.0
+                for i in range(i0, i1):
+                    xr, gr = x[i, c, j0:j1], g[i, c, j0:j1]
+                    if relu:
+                        for j in range(j1 - j0):
+                            y = np.float32((np.float64(xr[j]) - mc) * sc + tc)
+                            gm[j] = gr[j] if y > 0 else 0
+                        gr = gm
+                    for j in range(j1 - j0):
+                        gb += gr[j]
+                        gd += np.float64(gr[j]) * (xr[j] - h)
+                out[p, 0, c - c0] = gb
+                out[p, 1, c - c0] = gd
+
+    def grad_ncs(x, g, gx, hi, k, b, a, m, s, t, relu, bounds):
+        for p in prange(bounds.shape[0]):
+            i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            j0, j1 = bounds[p, 4], bounds[p, 5]
+            for i in range(i0, i1):
+                for c in range(c0, c1):
+                    h, kc, bc, ac, mc, sc, tc = hi[c], k[c], b[c], a[c], m[c], s[c], t[c]
+                    xr, gr, o = x[i, c, j0:j1], g[i, c, j0:j1], gx[i, c, j0:j1]
+                    for j in range(j1 - j0):
+                        o[j] = gr[j] * ac + ((xr[j] - h) * kc + bc)
+                    if relu:
+                        for j in range(j1 - j0):
+                            if not np.float32((np.float64(xr[j]) - mc) * sc + tc) > 0:
+                                o[j] = np.float32(0) * ac + ((xr[j] - h) * kc + bc)
+
+    for fn, wrap in ((forward_rows, plain), (moments_rows, plain), (sums_rows, plain),
+                     (grad_rows, plain), (forward_ncs, plain), (moments_ncs, summing),
+                     (sums_ncs, summing), (grad_ncs, plain)):
+        passes[fn.__name__] = wrap(fn)
+    return passes
