@@ -186,7 +186,7 @@ def test_loops_on_the_pool_where_numba_threads_are_not_thread_safe(channels_last
     w, b = _params(shape[1])
     with prefer("numba"):
         expected, _ = _run(x, w, b, g, relu=True)
-    monkeypatch.setattr(norm_loops, "_threading_layer", lambda numba: "workqueue")
+    monkeypatch.setattr(jit, "thread_safe", lambda: False)
     serial = norm_loops._compile(jit.numba())
     assert not serial.parallel
     monkeypatch.setattr(norm_loops, "_compiled", [serial])

@@ -1,6 +1,7 @@
 """Oracle: the optimiser updates as they were written before the chunked kernels (whole
-arrays, float64 temporaries, copied here verbatim in effect), bit for bit; and the
-``optim`` family's profiler events."""
+arrays, float64 temporaries, copied here verbatim in effect), bit for bit, on the pool's
+NumPy rules (``threads``) and on the compiled loops (``numba``); and the ``optim``
+family's profiler events."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 import convgrad as cg
 from convgrad import nn
-from convgrad.ops import update
+from convgrad.ops import jit, update, update_loops
 from convgrad.optim import SGD, Adadelta, Adam, AdamW, RMSprop
 
 
@@ -155,10 +156,26 @@ def _arrays(dtype, seed):
     return out
 
 
+@pytest.fixture(params=["numba", "threads", "numba-on-the-pool"])
+def algorithm(request, monkeypatch):
+    """The algorithm pinned, and the one an SGD or Adam step then runs (``numba-on-the-
+    pool``: the serial loops on the pool, as where Numba's threads are not thread safe)."""
+    name = request.param.split("-")[0]
+    if name == "numba" and not jit.enabled():
+        pytest.skip("Numba is not installed")
+    if request.param == "numba-on-the-pool":
+        monkeypatch.setattr(jit, "thread_safe", lambda: False)
+        serial = update_loops._compile(jit.numba())
+        assert all(not parallel for _, _, parallel in serial)
+        monkeypatch.setattr(update_loops, "_compiled", [serial])
+    with cg.ops.prefer(name):
+        yield name
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("cls,kwargs,legacy", CASES,
                          ids=[f"{c.__name__}-{k}" for c, k, _ in CASES])
-def test_threads_equal_legacy_bit_for_bit(cls, kwargs, legacy, dtype):
+def test_equal_legacy_bit_for_bit(cls, kwargs, legacy, dtype, algorithm):
     steps = 3
     data = [_arrays(dtype, seed) for seed in range(steps)]
     ours = [nn.Parameter(p.copy(order="K")) for p, _ in data[0]]
@@ -173,7 +190,8 @@ def test_threads_equal_legacy_bit_for_bit(cls, kwargs, legacy, dtype):
         for p, (_, g), s in zip(ref, data[step], states):
             legacy(p, g.copy(order="K"), s)
         [event] = prof.of("optim")
-        assert event.algorithm == "threads"
+        looped = algorithm == "numba" and cls in (SGD, Adam, AdamW)
+        assert event.algorithm == ("numba" if looped else "threads")
         assert event.shapes == ((len(SHAPES), sum(int(np.prod(s)) for s in SHAPES)),)
     for a, b in zip(ours, ref):
         assert a.data.dtype == dtype
@@ -195,7 +213,8 @@ def test_prefer_numpy_runs_the_reference_with_the_same_bits(cls, kwargs, legacy)
             opt_a.step()
             with cg.ops.prefer("numpy"):
                 opt_b.step()
-        assert [e.algorithm for e in prof.of("optim")] == ["threads", "numpy"]
+        default = "numba" if jit.enabled() else "threads"
+        assert [e.algorithm for e in prof.of("optim")] == [default, "numpy"]
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x.data, y.data)
 

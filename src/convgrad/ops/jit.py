@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["enabled", "numba", "set_threads"]
+import numpy as np
+
+__all__ = ["enabled", "numba", "set_threads", "thread_safe"]
 
 _numba = None  # the numba module once imported, False when it is not installed
+_layer: list = []  # the threading layer Numba chose, once known
 
 
 def numba():
@@ -39,3 +42,22 @@ def set_threads(n: int) -> None:
     the ``NUMBA_NUM_THREADS`` it started)."""
     module = numba()
     module.set_num_threads(max(1, min(n, module.config.NUMBA_NUM_THREADS)))
+
+
+def thread_safe() -> bool:
+    """Numba's parallel loops may be launched from several threads at once: its threading
+    layer is OpenMP or TBB, not its own work queue (which aborts the process then).  The
+    layer is chosen on the first parallel launch, which this makes (0.6 s, once)."""
+    if not _layer:
+        module = numba()
+
+        @module.njit(parallel=True, cache=True)
+        def probe(n):
+            out = np.zeros(n)
+            for i in module.prange(n):
+                out[i] = i
+            return out
+
+        probe(2)
+        _layer.append(module.threading_layer())
+    return _layer[0] in ("omp", "tbb")

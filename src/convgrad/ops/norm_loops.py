@@ -57,22 +57,9 @@ def loops() -> Loops | None:
     return _compiled[0]
 
 
-def _threading_layer(numba) -> str:
-    """The threading layer Numba launches parallel loops on (chosen on the first one)."""
-    @numba.njit(parallel=True, cache=True)
-    def probe(n):
-        out = np.zeros(n)
-        for i in numba.prange(n):
-            out[i] = i
-        return out
-
-    probe(2)
-    return numba.threading_layer()
-
-
 def _compile(numba) -> Loops:
     passes = Loops()
-    passes.parallel = _threading_layer(numba) in ("omp", "tbb")
+    passes.parallel = jit.thread_safe()
     prange = numba.prange if passes.parallel else range
     plain = numba.njit(nogil=True, cache=True, parallel=passes.parallel)
     summing = numba.njit(nogil=True, cache=True, parallel=passes.parallel,

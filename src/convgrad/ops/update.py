@@ -10,6 +10,8 @@ bits whether it runs on a whole parameter or on slices of it:
 
 * ``numpy`` (the reference): each parameter whole, on the calling thread, with
   full-size temporaries;
+* ``numba``: SGD's and Adam(W)'s rules as compiled loops (:mod:`.update_loops`), one
+  pass over each parameter's arrays, on OpenMP's threads (where Numba is installed);
 * ``threads``: every parameter of a step cut into flat chunks of :data:`CHUNK` elements
   (whole when its arrays do not share one dense layout), the chunks dealt to
   :func:`~convgrad.ops.parallel.num_threads` pool threads in balanced runs (NumPy's
@@ -27,12 +29,13 @@ from typing import Any
 
 import numpy as np
 
+from . import jit, update_loops
 from .parallel import num_threads, run_chunks
 from .registry import family
 
 __all__ = ["OPTIM", "CHUNK", "choose", "fma", "step", "sgd", "adam", "rmsprop", "adadelta"]
 
-OPTIM = family("optim", ("threads", "numpy"))
+OPTIM = family("optim", ("numba", "threads", "numpy"))
 
 # elements per chunk: each NumPy call on a chunk must outlast the threads' hand-over of
 # the GIL (a few us on a VM).  ResNet-18's SGD update (11.7M parameters, 2 threads, AMD
@@ -213,14 +216,19 @@ def adadelta(arrays: Sequence[np.ndarray | None], h: tuple, scratch: Scratch) ->
 Rule = Callable[[Sequence[np.ndarray | None], tuple, Scratch], None]
 
 
-def choose(arrays: Sequence[Sequence[np.ndarray | None]]) -> str:
-    """``threads`` for ndarrays unless ``prefer("numpy")``; ``numpy`` otherwise (a dask
-    array or any other array type updates whole, as NumPy does it)."""
-    if OPTIM.pinned() == "numpy":
+def choose(arrays: Sequence[Sequence[np.ndarray | None]], rule: Rule | None = None) -> str:
+    """For ndarrays: ``numba`` for a rule with a compiled loop (SGD, Adam) where Numba is
+    installed, else ``threads``; ``numpy`` under ``prefer("numpy")`` and for other array
+    types (a dask array updates whole, as NumPy does it)."""
+    pinned = OPTIM.pinned()
+    if pinned == "numpy":
         return "numpy"
-    if all(type(a) is np.ndarray for arrs in arrays for a in arrs if a is not None):
-        return "threads"
-    return "numpy"
+    if not all(type(a) is np.ndarray for arrs in arrays for a in arrs if a is not None):
+        return "numpy"
+    if (pinned != "threads" and rule is not None and rule.__name__ in _LOOPED
+            and update_loops.rules() is not None):
+        return "numba"
+    return "threads"
 
 
 def step(kernel: str, rule: Rule, arrays: Sequence[Sequence[np.ndarray | None]],
@@ -230,14 +238,68 @@ def step(kernel: str, rule: Rule, arrays: Sequence[Sequence[np.ndarray | None]],
     One profiler event ``kernel`` in the ``optim`` family."""
     total = sum(int(arrs[0].size) for arrs in arrays)
     with OPTIM.record(kernel, (len(arrays), total)) as rec:
-        rec.algorithm = algorithm = choose(arrays)
+        rec.algorithm = algorithm = choose(arrays, rule)
         if algorithm == "numpy":
             for arrs, h in zip(arrays, hypers):
                 rule(arrs, h, Scratch())
             return
+        if algorithm == "numba":
+            arrays, hypers = _looped(rule.__name__, arrays, hypers)
+            if not arrays:
+                return
+            total = sum(int(arrs[0].size) for arrs in arrays)
         chunks = _chunks(arrays, hypers)
         n = max(1, min(num_threads(), -(-total // CHUNK)))
         run_chunks([_task(rule, part) for part in _deal(chunks, n, total)])
+
+
+#: the rules with a compiled loop: the loop's arguments for one parameter
+_LOOPED = {"sgd": update_loops.sgd_args, "adam": update_loops.adam_args}
+
+
+def _looped(name: str, arrays, hypers) -> tuple[list, list]:
+    """Run rule ``name``'s compiled loop on every parameter it takes (dense arrays of one
+    float dtype): large ones on OpenMP's threads, the rest serially, or on the pool where
+    Numba has no thread-safe threading layer.  Returns the parameters left for the pool's
+    NumPy rule."""
+    loops, args = update_loops.rules(), _LOOPED[name]
+    threads = num_threads()
+    parallel = threads > 1 and (name, np.dtype(np.float32), True) in loops
+    if parallel:
+        jit.set_threads(threads)
+    left: tuple[list, list] = ([], [])
+    pooled = []
+    for arrs, h in zip(arrays, hypers):
+        flats = _flat(arrs)
+        dtype = arrs[0].dtype
+        if (flats is None or dtype not in (np.float32, np.float64)
+                or any(a is not None and a.dtype != dtype for a in arrs)):
+            left[0].append(arrs)
+            left[1].append(h)
+            continue
+        if parallel and flats[0].size >= update_loops.PARALLEL_MIN:
+            loops[name, dtype, True](*args(flats, h))
+        else:
+            pooled.append((flats, h, int(flats[0].size)))
+    if pooled:  # serial loops: here, or in chunks on the pool when no OpenMP team runs
+        if not parallel:
+            pooled = [([None if f is None else f[lo:lo + CHUNK] for f in flats], h,
+                       min(CHUNK, size - lo))
+                      for flats, h, size in pooled for lo in range(0, size, CHUNK)]
+        total = sum(c[2] for c in pooled)
+        runs = [pooled] if parallel else _deal(pooled, max(1, min(threads, -(-total // CHUNK))),
+                                               total)
+
+        def run(chunks) -> int:
+            for flats, h, _ in chunks:
+                loops[name, flats[0].dtype, False](*args(flats, h))
+            return 0
+
+        if len(runs) == 1:
+            run(runs[0])
+        else:
+            run_chunks([lambda c=c: run(c) for c in runs])
+    return left
 
 
 def _flat(arrs: Sequence[np.ndarray | None]) -> list[np.ndarray | None] | None:
