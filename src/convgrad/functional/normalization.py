@@ -20,7 +20,7 @@ from ..ops import normalization as kernels
 from ..ops import reduction
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _number
-from ..tensor.normalization import BatchNorm, BatchNormReLU, Standardize
+from ..tensor.normalization import BatchNorm, BatchNormReLU, ChannelAffine, Standardize
 from ..tensor.normalization import moments as _moments
 
 __all__ = ["batch_norm", "batch_norm_relu", "group_norm", "instance_norm", "layer_norm"]
@@ -50,7 +50,11 @@ def _affine_arg(fn: str, name: str, value: Any, shape: tuple) -> Any:
 
 
 def _affine(y: Tensor, weight: Any, bias: Any, shape: tuple) -> Tensor:
-    """``y * weight + bias`` with the (C,) or normalised-shape parameters viewed as ``shape``."""
+    """``y * weight + bias`` with the (C,) or normalised-shape parameters viewed as ``shape``
+    (per-channel ones: one :class:`ChannelAffine` kernel)."""
+    if (weight is not None or bias is not None) and shape[:2] == (1, y.shape[1]) and all(
+            s == 1 for s in shape[2:]) and len(shape) == y.ndim and y.ndim > 1:
+        return ChannelAffine.apply(y, weight, bias)
     if weight is not None:
         y = y * weight.reshape(shape)
     if bias is not None:

@@ -208,8 +208,85 @@ def _compile(numba) -> Loops:
                             if not np.float32((np.float64(xr[j]) - mc) * sc + tc) > 0:
                                 o[j] = np.float32(0) * ac + ((xr[j] - h) * kc + bc)
 
+    # ------------------------------------- the affine step: y = x w + b per channel
+    def affine_rows(x, w, b, scaled, shifted, y, bounds):
+        for p in prange(bounds.shape[0]):
+            r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            wp, bp = w[c0:c1], b[c0:c1]
+            for i in range(r0, r1):
+                xr, yr = x[i, c0:c1], y[i, c0:c1]
+                if scaled and shifted:
+                    for c in range(c1 - c0):
+                        yr[c] = xr[c] * wp[c] + bp[c]
+                elif scaled:
+                    for c in range(c1 - c0):
+                        yr[c] = xr[c] * wp[c]
+                else:
+                    for c in range(c1 - c0):
+                        yr[c] = xr[c] + bp[c]
+
+    def affine_ncs(x, w, b, scaled, shifted, y, bounds):
+        for p in prange(bounds.shape[0]):
+            i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            j0, j1 = bounds[p, 4], bounds[p, 5]
+            for i in range(i0, i1):
+                for c in range(c0, c1):
+                    wc, bc = w[c], b[c]
+                    xr, yr = x[i, c, j0:j1], y[i, c, j0:j1]
+                    if scaled and shifted:
+                        for j in range(j1 - j0):
+                            yr[j] = xr[j] * wc + bc
+                    elif scaled:
+                        for j in range(j1 - j0):
+                            yr[j] = xr[j] * wc
+                    else:
+                        for j in range(j1 - j0):
+                            yr[j] = xr[j] + bc
+
+    def affine_grad_rows(g, x, gx, w, scaled, need_x, bounds, out):  # out[p]: sum g x, sum g
+        for p in prange(bounds.shape[0]):
+            r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            n = c1 - c0
+            gw, gb, wp = out[p, 0, :n], out[p, 1, :n], w[c0:c1]
+            gw[:] = 0.0
+            gb[:] = 0.0
+            for i in range(r0, r1):
+                xr, gr, o = x[i, c0:c1], g[i, c0:c1], gx[i, c0:c1]
+                for c in range(n):
+                    gw[c] += np.float64(gr[c]) * np.float64(xr[c])
+                    gb[c] += gr[c]
+                if need_x:
+                    if scaled:
+                        for c in range(n):
+                            o[c] = gr[c] * wp[c]
+                    else:
+                        o[:] = gr
+
+    def affine_grad_ncs(g, x, gx, w, scaled, need_x, bounds, out):  # out[p] (2, W)
+        for p in prange(bounds.shape[0]):
+            i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
+            j0, j1 = bounds[p, 4], bounds[p, 5]
+            for c in range(c0, c1):
+                wc = w[c]
+                gw = gb = 0.0
+                for i in range(i0, i1):
+                    xr, gr, o = x[i, c, j0:j1], g[i, c, j0:j1], gx[i, c, j0:j1]
+                    for j in range(j1 - j0):
+                        gw += np.float64(gr[j]) * np.float64(xr[j])
+                        gb += gr[j]
+                    if need_x:
+                        if scaled:
+                            for j in range(j1 - j0):
+                                o[j] = gr[j] * wc
+                        else:
+                            o[:] = gr
+                out[p, 0, c - c0] = gw
+                out[p, 1, c - c0] = gb
+
     for fn, wrap in ((forward_rows, plain), (moments_rows, plain), (sums_rows, plain),
                      (grad_rows, plain), (forward_ncs, plain), (moments_ncs, summing),
-                     (sums_ncs, summing), (grad_ncs, plain)):
+                     (sums_ncs, summing), (grad_ncs, plain), (affine_rows, plain),
+                     (affine_ncs, plain), (affine_grad_rows, plain),
+                     (affine_grad_ncs, summing)):
         passes[fn.__name__] = wrap(fn)
     return passes

@@ -35,7 +35,8 @@ from .onednn import _library as L
 from .onednn.norm import NormPlan, batch_norm_plan
 from .registry import family
 
-__all__ = ["NORM", "batch_norm_backward", "batch_norm_forward", "batch_stats"]
+__all__ = ["NORM", "batch_norm_backward", "batch_norm_forward", "batch_stats",
+           "channel_affine", "channel_affine_backward"]
 
 #: the normalisation family: ``prefer("onednn")`` / ``prefer("numpy")`` pin it
 NORM = family("norm", ("onednn", "numba", "chunked", "numpy"))
@@ -139,6 +140,14 @@ class _Chunks:
         self.bounds = [tuple(v for k, d in zip(key, dims) for v in (k.start, min(k.stop, d)))
                        for key, _ in self.parts]
         self._bounds = None
+
+    def view_or_none(self, a: np.ndarray) -> np.ndarray | None:
+        """:meth:`view` when it is C-contiguous (``a`` in x's memory order), else None."""
+        try:
+            v = self.view(a)
+        except ValueError:
+            return None
+        return v if v.flags.c_contiguous else None
 
     def view(self, a: np.ndarray) -> np.ndarray:
         """``a`` (x's shape and strides) as the (rows, C) or (N, C, S) array, no copy."""
@@ -563,3 +572,62 @@ def _reference_backward(g, x, mean, lo, var, weight, bias, eps, need, relu) -> t
         xh *= _bcast(s, nd)
         gx = xh
     return gx, (gw if need[1] else None), (gb if need[2] else None)
+
+
+# ---------------------------------------------------------------- the affine step
+def channel_affine(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | None
+                   ) -> np.ndarray:
+    """``x * weight + bias`` per channel of ``x`` (N, C, *) (either may be None), in x's
+    layout: the affine step of group and instance normalisation.  One pass (``numba``)
+    for float32 x and parameters, else NumPy's broadcasting (``numpy``, its dtype rules):
+    both round the product, then the sum."""
+    chunks = _affine_chunks(x, weight, bias)
+    with NORM.record("channel_affine", x.shape) as rec:
+        if chunks is None:
+            rec.algorithm = "numpy"
+            y = x if weight is None else x * _bcast(weight, x.ndim)
+            return y if bias is None else y + _bcast(bias, x.ndim)
+        rec.algorithm = chunks.algorithm
+        y = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype)
+        unit = np.zeros(x.shape[1], x.dtype)  # unread
+        chunks.loop(chunks.loops["affine_rows" if chunks.rows else "affine_ncs"], x,
+                    args=(unit if weight is None else weight, unit if bias is None else bias,
+                          weight is not None, bias is not None, chunks.view(y)))
+        return y
+
+
+def channel_affine_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray | None,
+                            need: tuple[bool, bool, bool]) -> tuple:
+    """The gradients (x, weight, bias) of :func:`channel_affine` at ``g`` (None where
+    ``need`` does not ask): ``g * weight``, ``sum g x`` and ``sum g`` over every dim but
+    the channels (float64 sums, one pass, with ``numba``)."""
+    chunks = _affine_chunks(x, weight, None)
+    if chunks is not None and (g.dtype != x.dtype or chunks.view_or_none(g) is None):
+        g = _like(x, g)  # x's layout and dtype: one copy, the pass still fused
+    dims = (0, *range(2, x.ndim))
+    with NORM.record("channel_affine_backward", x.shape) as rec:
+        if chunks is None:
+            rec.algorithm = "numpy"
+            gx = (g if weight is None else g * _bcast(weight, x.ndim)) if need[0] else None
+            gw = reduction.total(g * x, axis=dims) if need[1] else None
+            gb = reduction.total(g, axis=dims) if need[2] else None
+            return gx, gw, gb
+        rec.algorithm = chunks.algorithm
+        gx = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype) if need[0] else x
+        unit = np.zeros(x.shape[1], x.dtype)  # unread
+        out = chunks.loop(chunks.loops["affine_grad_rows" if chunks.rows else "affine_grad_ncs"],
+                          g, x, gx, args=(unit if weight is None else weight,
+                                          weight is not None, need[0]),
+                          out=(2, chunks.width))
+        gw, gb = chunks.combine([o[:, :b[3] - b[2]] for b, o in zip(chunks.bounds, out)])
+        return (gx if need[0] else None, gw.astype(x.dtype) if need[1] else None,
+                gb.astype(x.dtype) if need[2] else None)
+
+
+def _affine_chunks(x, weight, bias) -> _Chunks | None:
+    """The chunks of ``x`` for the compiled affine passes, or None: NumPy runs it (no
+    Numba, another dtype anywhere, a strided x)."""
+    if any(v is not None and (v.dtype != x.dtype or v.ndim != 1) for v in (weight, bias)):
+        return None
+    chunks = _chunks(x)
+    return chunks if chunks is not None and chunks.loops is not None else None

@@ -18,7 +18,7 @@ from ..ops import reduction
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
-__all__ = ["BatchNorm", "BatchNormReLU", "Standardize", "moments"]
+__all__ = ["BatchNorm", "BatchNormReLU", "ChannelAffine", "Standardize", "moments"]
 
 
 def moments(x: np.ndarray, dims: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -117,6 +117,33 @@ class BatchNorm(Function):
             gx = inv * (gs - gs.mean(dims, keepdim=True)
                         - xh * (gs * xh).mean(dims, keepdim=True))
         return gx, gw, gb
+
+
+class ChannelAffine(Function):
+    """``y = x w + b`` per channel of x (N, C, *), ``w`` and ``b`` (C,) or None: the affine
+    step of group and instance normalisation, one kernel each way (the norm family's
+    ``channel_affine``) where the Tensor operations made a pass per product, sum and
+    reduction."""
+
+    reads = {0: (1,), 1: (0,)}
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, w: np.ndarray | None,
+                b: np.ndarray | None) -> np.ndarray:
+        return kernels.channel_affine(x, w, b)
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        x, w, _ = ctx.inputs
+        need = ctx.needs_input_grad
+        if not is_grad_enabled():
+            return kernels.channel_affine_backward(g.data, x.data,
+                                                   None if w is None else w.data, need)
+        # create_graph: d(x w + b)/dx = w, /dw = sum x, /db = sum 1, as Tensor operations
+        dims = (0, *range(2, x.ndim))
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        return ((g if w is None else g * w.reshape(shape)) if need[0] else None,
+                (g * x).sum(dims) if need[1] else None, g.sum(dims) if need[2] else None)
 
 
 class BatchNormReLU(BatchNorm):
