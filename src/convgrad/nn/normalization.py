@@ -18,6 +18,7 @@ import numpy as np
 
 from ..functional import normalization as Fn
 from ..functional.layer_input import layer_input
+from ..ops import jit
 from ..tensor import Tensor
 from ..tensor.args import check_dtype, flag, number
 from .conv import _positive_int
@@ -45,6 +46,7 @@ class _NormBase(Module):
     def __init__(self, num_features: int, eps: float, momentum: float | None, affine: bool,
                  track_running_stats: bool, *, bias: bool = True, dtype: Any = None) -> None:
         super().__init__()
+        jit.warm_up()  # a network is being built: its kernels load in the background
         fn = type(self).__name__
         self.num_features = _positive_int("num_features", num_features, fn)
         self.eps = number(fn, "eps", eps, low=0.0)

@@ -47,6 +47,7 @@ class Loops(dict):
 _compiled: list = []
 
 
+@jit.loader
 def loops() -> Loops | None:
     """The compiled passes, or None without Numba.  Compiled on first use (and cached on
     disk by Numba)."""

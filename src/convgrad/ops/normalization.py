@@ -631,3 +631,16 @@ def _affine_chunks(x, weight, bias) -> _Chunks | None:
         return None
     chunks = _chunks(x)
     return chunks if chunks is not None and chunks.loops is not None else None
+
+
+@jit.exercise
+def _exercise() -> None:
+    """Every compiled pass once, on tiny arrays of both layouts (:func:`.jit.warm_up`)."""
+    for channels_last in (False, True):
+        x = layouts.empty((2, 3, 4, 4), channels_last, np.float32)
+        x[...] = np.arange(x.size, dtype=np.float32).reshape(x.shape) % 5
+        w, b = np.ones(3, np.float32), np.zeros(3, np.float32)
+        mean, var = batch_stats(x)
+        y, _ = batch_norm_forward(x, mean, var, w, b, 1e-5, relu=True)
+        batch_norm_backward(y, x, mean, var, w, b, 1e-5, (True, True, True), relu=True)
+        channel_affine_backward(channel_affine(x, w, b), x, w, (True, True, True))

@@ -349,3 +349,13 @@ def _task(rule: Rule, part: list) -> Callable[[], int]:
             rule(arrs, h, scratch)
         return 0
     return run
+
+
+@jit.exercise
+def _exercise() -> None:
+    """SGD's and Adam's loops once each, serial and parallel (:func:`.jit.warm_up`)."""
+    for size in (8, update_loops.PARALLEL_MIN):
+        p, g = np.zeros(size, np.float32), np.ones(size, np.float32)
+        state = [np.zeros(size, np.float32) for _ in range(2)]
+        step("sgd", sgd, [(p, g, state[0])], [(0.1, 1e-4, 0.9, 0.0, False, False)])
+        step("adam", adam, [(p, g, *state, None)], [(1e-3, 0.9, 0.999, 1e-8, 0.0, False, 1)])

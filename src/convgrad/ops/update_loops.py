@@ -29,6 +29,7 @@ BLOCK = 1 << 14
 _compiled: list = []
 
 
+@jit.loader
 def rules() -> dict | None:
     """``{(rule name, dtype, parallel): loop}`` for ``sgd`` and ``adam`` on float32 and
     float64, or None without Numba; ``parallel`` loops exist only on a thread-safe

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import enable_grad
+from ..ops import jit
 from ..tensor import Tensor
 from ..tensor.args import number
 from ..tensor.version import bump as _bump_version
@@ -46,6 +47,7 @@ class Optimizer:
     """
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
+        jit.warm_up()  # training is about to start: the compiled loops load in the background
         fn = type(self).__name__
         if isinstance(params, Tensor):
             raise TypeError(f"{fn}: params must be an iterable of Tensors (e.g. "
