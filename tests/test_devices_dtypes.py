@@ -18,6 +18,7 @@ def test_device_objects_and_queries():
     assert not cg.accelerator.is_available() and cg.accelerator.current_accelerator() is None
     t = cg.ones(2)
     assert t.device == cg.device("cpu") and t.is_cuda is False and t.cpu() is t
+    assert (t.is_xpu, t.is_mps, t.is_meta, t.is_cpu) == (False, False, False, True)
     for bad in ("cuda", "cuda:0", "mps"):
         with pytest.raises(ValueError, match="convgrad runs on the CPU"):
             cg.device(bad)

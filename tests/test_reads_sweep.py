@@ -35,7 +35,7 @@ from convgrad.tensor.activation import (
 from convgrad.tensor.axis_matrix import AxisMap
 from convgrad.tensor.loss import BinaryCrossEntropy
 from convgrad.tensor.memory_format import ToMemoryFormat
-from convgrad.tensor.normalization import BatchNorm, BatchNormReLU, Standardize
+from convgrad.tensor.normalization import BatchNorm, BatchNormReLU, ChannelAffine, Standardize
 
 RNG = np.random.default_rng(0)
 
@@ -127,6 +127,7 @@ SAMPLES = {
                          [arr(2, 3, low=0.1, high=0.9), arr(2, 3, low=0, high=1)]),
     Standardize: (lambda x: _standardize(x), [arr(4, 3)]),
     BatchNorm: (lambda x, w, b: BatchNorm.apply(x, w, b, eps=1e-5), [arr(4, 3), arr(3), arr(3)]),
+    ChannelAffine: (lambda x, w, b: ChannelAffine.apply(x, w, b), [arr(4, 3, 5), arr(3), arr(3)]),
     BatchNormReLU: (lambda x, w, b: BatchNormReLU.apply(x, w, b, eps=1e-5),
                     [arr(4, 3), arr(3), arr(3)]),
     S.PadConstant: (lambda a: S.PadConstant.apply(a, widths=((1, 0), (0, 2)), value=0.0),

@@ -631,6 +631,13 @@ class Tensor(InPlaceMixin, TorchMethodsMixin):
     def is_cuda(self) -> bool:
         return False
 
+    # torch's other accelerator flags, read by scripts choosing a path (DCGAN's example)
+    is_xpu = is_mps = is_meta = is_cuda
+
+    @property
+    def is_cpu(self) -> bool:
+        return True
+
     def cpu(self) -> Tensor:
         """Self: convgrad tensors live on the CPU."""
         return self
