@@ -16,11 +16,12 @@ from typing import Any
 import numpy as np
 
 from ..autograd import is_grad_enabled
+from ..ops import group_norm as group_kernels
 from ..ops import normalization as kernels
 from ..ops import reduction
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _number
-from ..tensor.normalization import BatchNorm, BatchNormReLU, ChannelAffine, Standardize
+from ..tensor.normalization import BatchNorm, BatchNormReLU, ChannelAffine, GroupNorm, Standardize
 from ..tensor.normalization import moments as _moments
 
 __all__ = ["batch_norm", "batch_norm_relu", "group_norm", "instance_norm", "layer_norm"]
@@ -187,12 +188,17 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
     if count <= 1:
         raise ValueError(f"{fn}: expected more than 1 spatial element when training, got "
                          f"input of shape {x.shape}")
-    dims = tuple(range(2, x.ndim))
-    y, (mu, var) = _standardize_rows(x, n * c, eps, dims)
+    if group_kernels.available(x.data):  # one kernel each way, in x's layout
+        stats: dict = {}
+        y = GroupNorm.apply(x, weight, bias, groups=c, eps=eps, stats=stats)
+        mu, var = stats["mean"], stats["var"]
+    else:
+        y, (mu, var) = _standardize_rows(x, n * c, eps, tuple(range(2, x.ndim)))
+        y = _affine(y, weight, bias, shape)
     if n:
         _update(rm, momentum, reduction.mean(mu.reshape(n, c), axis=0))
         _update(rv, momentum, reduction.mean(var.reshape(n, c), axis=0) * (count / (count - 1)))
-    return _affine(y, weight, bias, shape)
+    return y
 
 
 def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None,
@@ -210,6 +216,8 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
                          f"C={c} (input shape {x.shape})")
     eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
+    if group_kernels.available(x.data):  # one kernel each way, in x's layout
+        return GroupNorm.apply(x, weight, bias, groups=int(num_groups), eps=eps)
     grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
     y = _standardize_rows(grouped, n * int(num_groups), eps, (2,))[0].reshape(x.shape)
     return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))

@@ -13,12 +13,14 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function, is_grad_enabled
+from ..ops import group_norm as group_kernels
 from ..ops import normalization as kernels
 from ..ops import reduction
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
-__all__ = ["BatchNorm", "BatchNormReLU", "ChannelAffine", "Standardize", "moments"]
+__all__ = ["BatchNorm", "BatchNormReLU", "ChannelAffine", "GroupNorm", "Standardize",
+           "moments"]
 
 
 def moments(x: np.ndarray, dims: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -144,6 +146,54 @@ class ChannelAffine(Function):
         shape = (1, -1) + (1,) * (x.ndim - 2)
         return ((g if w is None else g * w.reshape(shape)) if need[0] else None,
                 (g * x).sum(dims) if need[1] else None, g.sum(dims) if need[2] else None)
+
+
+class GroupNorm(Function):
+    """Group normalization, ``y = (x - mean) inv w + b`` with each (sample, group of
+    ``groups`` channels)'s ``mean`` and ``inv = (var + eps)^-1/2`` over the group's
+    channels and positions, ``w``, ``b`` (C,) or None; instance normalization is
+    ``groups = C``.  One kernel each way, in x's layout (:mod:`convgrad.ops.group_norm`);
+    callers check :func:`~convgrad.ops.group_norm.available` first.
+
+    ``stats``: a dict that receives ``mean`` and biased ``var`` ((N, groups) arrays) for
+    the caller's running statistics.  Reads x and w, never its output.
+    """
+
+    reads = (0, 1)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
+                groups: int, eps: float, stats: dict | None = None) -> np.ndarray:
+        y, ctx.mean, ctx.var = group_kernels.group_norm_forward(x, groups, w, b, eps)
+        ctx.groups, ctx.eps = groups, eps
+        if stats is not None:
+            stats["mean"], stats["var"] = ctx.mean, ctx.var
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        x, w, _ = ctx.inputs
+        need = ctx.needs_input_grad
+        if not is_grad_enabled():
+            return group_kernels.group_norm_backward(
+                g.data, x.data, ctx.mean, ctx.var, None if w is None else w.data, ctx.eps,
+                need)
+        # create_graph: the rule as recorded Tensor operations of x (and w), on the
+        # (N, groups, rest) view: xh = (x - m) s; dx = s (gs - mean(gs) - xh mean(gs xh))
+        n, c = x.shape[:2]
+        dims, shape = (0, *range(2, x.ndim)), (1, c) + (1,) * (x.ndim - 2)
+        rows = (n, ctx.groups, -1)
+        xr = x.reshape(rows)
+        inv = _inv_std(xr, (2,), ctx.eps)
+        xh = (xr - xr.mean((2,), keepdim=True)) * inv
+        gx = None
+        if need[0]:
+            gs = (g if w is None else g * w.reshape(shape)).reshape(rows)
+            gx = (inv * (gs - gs.mean((2,), keepdim=True)
+                         - xh * (gs * xh).mean((2,), keepdim=True))).reshape(x.shape)
+        gw = (g * xh.reshape(x.shape)).sum(dims) if need[1] else None
+        gb = g.sum(dims) if need[2] else None
+        return gx, gw, gb
 
 
 class BatchNormReLU(BatchNorm):
