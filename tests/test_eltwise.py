@@ -89,6 +89,24 @@ def test_activation_on_onednn_matches_torch(name, layout):
 
 
 @needs_onednn
+@pytest.mark.parametrize("name", ["silu", "tanh", "gelu"])
+def test_a_gradient_in_another_layout_is_copied_to_the_inputs(name):
+    """x channels-last, its gradient NCHW (from a pass that wrote NCHW): one ``copy``
+    into x's layout, then oneDNN's backward; the result in x's layout."""
+    ours_fn, torch_fn = ACTIVATIONS[name]
+    x, g = array(SHAPE, "channels_last"), array(SHAPE, "nchw", seed=1, scale=1.0)
+    t = cg.Tensor(x, requires_grad=True)
+    with cg.profile() as prof:
+        ours_fn(t).backward(cg.Tensor(g))
+    assert {e.name: e.algorithm for e in prof.of("eltwise")}[f"{name}_backward"] == "onednn"
+    assert [(e.name, e.algorithm) for e in prof.of("layout")] == [("copy", "numpy")]
+    assert is_channels_last(t.grad.data)
+    _, g32 = torch_run(torch_fn, x, g, torch.float32)
+    _, g64 = torch_run(torch_fn, x, g, torch.float64)
+    check_accuracy(f"{name} backward", t.grad.data, g32, g64)
+
+
+@needs_onednn
 @pytest.mark.parametrize("name", ["relu", "leaky_relu"])
 def test_piecewise_linear_activations_are_bitwise_numpy(name):
     x, g = array(SHAPE, "channels_last"), array(SHAPE, "channels_last", seed=1)

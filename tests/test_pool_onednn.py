@@ -219,9 +219,9 @@ def test_adaptive_avg_pool_as_a_plain_pooling(shape, out, channels_last):
     ("bilinear", (2, 5, 6, 7), 2), ("bilinear", (2, 3, 5, 4), (3, 4)), ("linear", (2, 3, 7), 5),
     ("trilinear", (1, 2, 3, 4, 5), 2), ("bilinear", (2, 5, 6, 7), 2.5)])
 def test_interpolate_on_onednn_matches_torch(mode, shape, scale, channels_last):
-    """Whole-factor upsampling runs forward on oneDNN and backward on NumPy views
-    for channels-last input (nearest: exactly torch's; linear: within torch's own float32
-    error); other factors and NCHW input stay on the NumPy maps."""
+    """Whole-factor upsampling runs forward on oneDNN and backward on NumPy views (linear:
+    Numba's loop) for channels-last input (nearest: exactly torch's; linear: within
+    torch's own float32 error); other factors and NCHW input stay on the NumPy maps."""
     x = layout(RNG.standard_normal(shape), channels_last)
     ty0 = TF.interpolate(torch.from_numpy(np.ascontiguousarray(x)), scale_factor=scale,
                          mode=mode)
@@ -237,7 +237,9 @@ def test_interpolate_on_onednn_matches_torch(mode, shape, scale, channels_last):
     kind = "nearest" if mode == "nearest" else "linear"
     events = [(e.name, e.algorithm.split(":")[0]) for e in prof.of("resample")
               if e.name != "axis_map"]  # the per-axis maps the other cases run
-    assert events == ([(f"{kind}_forward", "onednn"), (f"{kind}_backward", "numpy")]
+    # linear's adjoint: one compiled pass per axis where Numba is installed
+    back = "numba" if kind == "linear" and cg.ops.jit.enabled() else "numpy"
+    assert events == ([(f"{kind}_forward", "onednn"), (f"{kind}_backward", back)]
                       if fast else [])
     if fast:
         assert not [e for e in prof.of("resample") if e.name == "axis_map"]
@@ -255,6 +257,28 @@ def test_interpolate_on_onednn_matches_torch(mode, shape, scale, channels_last):
                             (cx.grad.numpy(), tx.grad.numpy(), tx64.grad.numpy())):
         scale_ = np.abs(r).max()
         assert np.abs(mine - r).max() / scale_ <= 2 * np.abs(theirs - r).max() / scale_ + 1e-7
+
+
+@pytest.mark.parametrize("shape,scale", [((2, 5, 6, 7), 2), ((2, 3, 5, 4), (3, 4)),
+                                         ((1, 2, 3, 4, 5), 2), ((3, 4, 1, 9), 2)])
+def test_the_compiled_linear_adjoint_equals_the_numpy_phases(shape, scale):
+    """The two implementations of linear upsampling's backward: the same float32 sums in
+    another order, so equal to a few roundings."""
+    if not cg.ops.jit.enabled():
+        pytest.skip("Numba is not installed")
+    from convgrad.ops import resampling
+    like = layout(RNG.standard_normal(shape), True)
+    factors = np.broadcast_to(scale, (len(shape) - 2,))
+    gy = layout(RNG.standard_normal((*shape[:2], *(n * f for n, f in zip(shape[2:], factors)))),
+                True)
+    with cg.profile() as prof:
+        fast = resampling.resample_backward(gy, shape, "linear", like)
+    with cg.ops.prefer("numpy"), cg.profile() as ref_prof:
+        ref = resampling.resample_backward(gy, shape, "linear", like)
+    assert [e.algorithm for e in prof.of("resample")] == ["numba"]
+    assert [e.algorithm for e in ref_prof.of("resample")] == ["numpy:phases"]
+    assert cg.ops.layouts.is_channels_last(fast) == cg.ops.layouts.is_channels_last(ref)
+    np.testing.assert_allclose(fast, ref, rtol=0, atol=1e-6 * np.abs(ref).max())
 
 
 @needs_onednn

@@ -152,3 +152,14 @@ def group_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
             cut.run("grad", vg, vx, mc, a, k, d0, cut.view(gx), cut.r, cut.b)
     return (gx, None if gw is None else gw.astype(x.dtype),
             None if gb is None else gb.astype(x.dtype))
+
+
+@jit.exercise
+def _exercise() -> None:
+    """Every compiled pass once, on tiny arrays of both layouts (:func:`.jit.warm_up`)."""
+    for channels_last in (False, True):
+        x = layouts.empty((2, 4, 3, 3), channels_last, np.float32)
+        x[...] = np.arange(x.size, dtype=np.float32).reshape(x.shape) % 5
+        w = np.ones(4, np.float32)
+        y, mean, var = group_norm_forward(x, 2, w, w, 1e-5)
+        group_norm_backward(y, x, mean, var, w, 1e-5, (True, True, True))
