@@ -1,17 +1,25 @@
-"""Group normalisation's passes as compiled loops (Numba, :mod:`.jit`), in either layout.
+"""Group normalisation's forward and backward as compiled functions (Numba, :mod:`.jit`),
+one call each, in either layout.
 
-An activation x (N, C, *) is viewed without a copy as ``nsc`` (N, S, C), channels-last
-memory, channels innermost, or ``ncs`` (N, C, S), C-contiguous memory.  Every pass runs
-over fixed tasks, a block of ``R`` positions of one sample (``nsc``: all its channels;
-``ncs``: one channel each), in a ``prange`` over a range of tasks ``[t0, t1)`` (all of
-them on OpenMP's threads, or runs of them from the caller's pool where Numba's threading
-layer is its work queue, as :mod:`.norm_loops`).  A task writes its results to its own
-row of ``(N, B, C)`` float64 arrays: nothing depends on the thread count.
+An activation x (N, C, *) is viewed without a copy as an (N, L) float32 array: ``nsc``,
+channels-last memory (each sample's S positions of C channels), or ``ncs``, C-contiguous
+memory (each sample's C rows of S).  Each function runs its passes over fixed tasks, a
+block of ``r`` positions of one sample (``nsc``: all its channels; ``ncs``: one
+channel), in ``prange`` loops on OpenMP's threads, with the per-group arithmetic between
+them serial in the same call (one call from Python instead of a dozen NumPy steps: at
+the sizes of a U-Net's layers that overhead was as long as the passes).  Where Numba's
+threading layer is its work queue the functions are compiled serial.  A task writes its
+results to its own row of (N, B, C) float64 arrays, combined in a fixed order: nothing
+depends on the thread count.
 
-Sums are float64.  The moments are two passes over a block while it is in cache (its
-mean, then the squared deviations from it), combined across blocks and channels by the
-caller (Chan et al.'s update).  Outputs are computed in float64 from per-(sample,
-channel) float64 coefficients and rounded to float32 once.
+Sums are float64.  A block's moments: ``ncs``, two passes while the row is in cache (its
+mean, then the squared deviations); ``nsc``, one pass shifted by the block's first row
+(the cancellation in ``sum d^2 - (sum d)^2 / k`` is at most ``k``, the shift being a
+sample; float64 keeps it).  Blocks and channels combine per group by Chan et al.'s
+update.  ``nsc`` loops run along tiles of ``tile`` whole rows, one contiguous run, with
+per-position accumulators and coefficients repeated along the tile, so they vectorise
+(looping per row over C channels ran 2-3x slower).  Outputs are computed in float64
+and rounded to float32 once.
 """
 
 from __future__ import annotations
@@ -27,8 +35,8 @@ _compiled: list = []
 
 @jit.loader
 def loops() -> dict | None:
-    """The compiled passes by name (``moments_nsc``, ``apply_ncs``, ...; ``parallel``:
-    whether they run on Numba's threads), or None without Numba."""
+    """``{"forward": ..., "backward": ...}`` compiled (``parallel``: on Numba's threads),
+    or None without Numba."""
     if not _compiled:
         if not jit.enabled():
             return None
@@ -39,117 +47,196 @@ def loops() -> dict | None:
 def _compile(numba) -> dict:
     parallel = jit.thread_safe()
     prange = numba.prange if parallel else range
-    plain = numba.njit(nogil=True, cache=True, parallel=parallel)
-    summing = numba.njit(nogil=True, cache=True, parallel=parallel, fastmath={"reassoc"})
+    # reassociation lets the float64 row sums vectorise; every value it touches is float64
+    # computed from float32 inputs and rounded to float32 once, so it moves no result
+    compiled = numba.njit(nogil=True, cache=True, parallel=parallel, fastmath={"reassoc"})
 
-    # ------------------------------------------------------------- nsc: (N, S, C)
-    def moments_nsc(x, r, pm, pq, t0, t1):  # pm, pq (N, B, C): a block's mean, sum d^2
-        s_len, b_len = x.shape[1], pm.shape[1]
-        for t in prange(t0, t1):
-            n, b = t // b_len, t % b_len
-            s0, s1 = b * r, min(s_len, b * r + r)
-            m, q = pm[n, b], pq[n, b]
-            m[:] = 0.0
-            q[:] = 0.0
-            for s in range(s0, s1):
-                xr = x[n, s]
-                for c in range(xr.shape[0]):
-                    m[c] += xr[c]
-            for c in range(m.shape[0]):
-                m[c] /= s1 - s0
-            for s in range(s0, s1):
-                xr = x[n, s]
-                for c in range(xr.shape[0]):
-                    d = np.float64(xr[c]) - m[c]
-                    q[c] += d * d
+    def forward(x, nsc, c_len, groups, tile, r, w, b, eps, y, mean, var):
+        """y = (x - m) s w + b; mean, var (N, G) out; w, b (C,) float64."""
+        n_len, s_len = x.shape[0], x.shape[1] // c_len
+        b_len = (s_len + r - 1) // r
+        tasks = n_len * b_len * (1 if nsc else c_len)
+        ln = tile * c_len
+        pm, pq = np.empty((n_len, b_len, c_len)), np.empty((n_len, b_len, c_len))
+        for t in prange(tasks):  # each block's mean and sum of squared deviations
+            if nsc:
+                n, bb = t // b_len, t % b_len
+                s0, s1 = bb * r, min(s_len, bb * r + r)
+                xr = x[n]
+                k, a1, a2 = np.empty(ln), np.zeros(ln), np.zeros(ln)
+                for j in range(ln):
+                    k[j] = xr[s0 * c_len + j % c_len]
+                full = (s1 - s0) // tile
+                for u in range(full):
+                    seg = xr[(s0 + u * tile) * c_len:(s0 + u * tile + tile) * c_len]
+                    for j in range(ln):
+                        d = np.float64(seg[j]) - k[j]
+                        a1[j] += d
+                        a2[j] += d * d
+                for s in range(s0 + full * tile, s1):
+                    seg = xr[s * c_len:(s + 1) * c_len]
+                    for j in range(c_len):
+                        d = np.float64(seg[j]) - k[j]
+                        a1[j] += d
+                        a2[j] += d * d
+                cnt = s1 - s0
+                for c in range(c_len):
+                    v1 = v2 = 0.0
+                    for i in range(tile):
+                        v1 += a1[i * c_len + c]
+                        v2 += a2[i * c_len + c]
+                    pm[n, bb, c] = k[c] + v1 / cnt
+                    pq[n, bb, c] = max(v2 - v1 * v1 / cnt, 0.0)
+            else:
+                n, c, bb = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
+                xr = x[n, c * s_len + bb * r:c * s_len + min(s_len, bb * r + r)]
+                m = 0.0
+                for j in range(xr.shape[0]):
+                    m += xr[j]
+                m /= xr.shape[0]
+                q = 0.0
+                for j in range(xr.shape[0]):
+                    d = np.float64(xr[j]) - m
+                    q += d * d
+                pm[n, bb, c] = m
+                pq[n, bb, c] = q
+        # per group: Chan et al.'s combination of its blocks and channels
+        cg = c_len // groups
+        count = s_len * cg
+        mc, sc = np.empty((n_len, c_len)), np.empty((n_len, c_len))
+        for n in range(n_len):
+            for gi in range(groups):
+                tot = 0.0
+                for bb in range(b_len):
+                    kb = min(s_len, bb * r + r) - bb * r
+                    for c in range(gi * cg, gi * cg + cg):
+                        tot += kb * pm[n, bb, c]
+                m = tot / count
+                sq = 0.0
+                for bb in range(b_len):
+                    kb = min(s_len, bb * r + r) - bb * r
+                    for c in range(gi * cg, gi * cg + cg):
+                        d = pm[n, bb, c] - m
+                        sq += pq[n, bb, c] + kb * d * d
+                v = max(sq / count, 0.0)
+                mean[n, gi], var[n, gi] = m, v
+                inv = 1.0 / np.sqrt(v + eps)
+                for c in range(gi * cg, gi * cg + cg):
+                    mc[n, c], sc[n, c] = m, inv * w[c]
+        # the coefficients repeated along a tile (what nsc's loops read)
+        mt, st, ht = np.empty((n_len, ln)), np.empty((n_len, ln)), np.empty((n_len, ln))
+        for n in range(n_len):
+            for j in range(ln):
+                mt[n, j], st[n, j], ht[n, j] = mc[n, j % c_len], sc[n, j % c_len], b[j % c_len]
+        for t in prange(tasks):
+            if nsc:
+                n, bb = t // b_len, t % b_len
+                lo, hi = bb * r * c_len, min(s_len, bb * r + r) * c_len
+                xr, yr, mn, scn, shn = x[n], y[n], mt[n], st[n], ht[n]
+                for o in range(lo, hi, ln):
+                    xs, ys = xr[o:min(o + ln, hi)], yr[o:min(o + ln, hi)]
+                    for j in range(xs.shape[0]):
+                        ys[j] = np.float32((np.float64(xs[j]) - mn[j]) * scn[j] + shn[j])
+            else:
+                n, c, bb = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
+                lo = c * s_len + bb * r
+                hi = c * s_len + min(s_len, bb * r + r)
+                xs, ys = x[n, lo:hi], y[n, lo:hi]
+                m, s_, h = mc[n, c], sc[n, c], b[c]
+                for j in range(xs.shape[0]):
+                    ys[j] = np.float32((np.float64(xs[j]) - m) * s_ + h)
 
-    def apply_nsc(x, mean, sc, sh, y, r, b_len, t0, t1):  # y = (x - mean) sc + sh
-        s_len = x.shape[1]
-        for t in prange(t0, t1):
-            n, b = t // b_len, t % b_len
-            mn, scn, shn = mean[n], sc[n], sh[n]
-            for s in range(b * r, min(s_len, b * r + r)):
-                xr, yr = x[n, s], y[n, s]
-                for c in range(xr.shape[0]):
-                    yr[c] = np.float32((np.float64(xr[c]) - mn[c]) * scn[c] + shn[c])
+    def backward(g, x, nsc, c_len, groups, tile, r, mean, var, w, eps, need_x, gx, gw, gb):
+        """gx = s (g w - mean(g w) - xh mean(g w xh)) over each group, xh = (x - m) s;
+        gw = sum g xh, gb = sum g per channel (float64 out)."""
+        n_len, s_len = x.shape[0], x.shape[1] // c_len
+        b_len = (s_len + r - 1) // r
+        tasks = n_len * b_len * (1 if nsc else c_len)
+        ln = tile * c_len
+        cg = c_len // groups
+        mc = np.empty((n_len, c_len))
+        for n in range(n_len):
+            for c in range(c_len):
+                mc[n, c] = mean[n, c // cg]
+        pa, pb = np.empty((n_len, b_len, c_len)), np.empty((n_len, b_len, c_len))
+        for t in prange(tasks):  # sum g and sum g (x - m) of each block
+            if nsc:
+                n, bb = t // b_len, t % b_len
+                lo, hi = bb * r * c_len, min(s_len, bb * r + r) * c_len
+                xr, gr = x[n], g[n]
+                mt, a1, a2 = np.empty(ln), np.zeros(ln), np.zeros(ln)
+                for j in range(ln):
+                    mt[j] = mc[n, j % c_len]
+                for o in range(lo, hi, ln):
+                    xs, gs = xr[o:min(o + ln, hi)], gr[o:min(o + ln, hi)]
+                    for j in range(xs.shape[0]):
+                        a1[j] += gs[j]
+                        a2[j] += np.float64(gs[j]) * (np.float64(xs[j]) - mt[j])
+                for c in range(c_len):
+                    v1 = v2 = 0.0
+                    for i in range(tile):
+                        v1 += a1[i * c_len + c]
+                        v2 += a2[i * c_len + c]
+                    pa[n, bb, c], pb[n, bb, c] = v1, v2
+            else:
+                n, c, bb = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
+                lo = c * s_len + bb * r
+                hi = c * s_len + min(s_len, bb * r + r)
+                xs, gs, m = x[n, lo:hi], g[n, lo:hi], mc[n, c]
+                v1 = v2 = 0.0
+                for j in range(xs.shape[0]):
+                    v1 += gs[j]
+                    v2 += np.float64(gs[j]) * (np.float64(xs[j]) - m)
+                pa[n, bb, c], pb[n, bb, c] = v1, v2
+        # per channel and group: gw, gb, and gx's coefficients a g + k (x - m) + d0
+        count = s_len * cg
+        ac, kc, dc = np.empty((n_len, c_len)), np.empty((n_len, c_len)), np.empty((n_len, c_len))
+        gw[:] = 0.0
+        gb[:] = 0.0
+        for n in range(n_len):
+            for gi in range(groups):
+                inv = 1.0 / np.sqrt(var[n, gi] + eps)
+                sgs = sgsxh = 0.0
+                for c in range(gi * cg, gi * cg + cg):
+                    sg = sgd = 0.0
+                    for bb in range(b_len):
+                        sg += pa[n, bb, c]
+                        sgd += pb[n, bb, c]
+                    gw[c] += inv * sgd
+                    gb[c] += sg
+                    sgs += w[c] * sg
+                    sgsxh += w[c] * inv * sgd
+                for c in range(gi * cg, gi * cg + cg):
+                    ac[n, c] = inv * w[c]
+                    kc[n, c] = -inv * inv * sgsxh / count
+                    dc[n, c] = -inv * sgs / count
+        if not need_x:
+            return
+        at, kt, dt, mt2 = (np.empty((n_len, ln)), np.empty((n_len, ln)),
+                           np.empty((n_len, ln)), np.empty((n_len, ln)))
+        for n in range(n_len):
+            for j in range(ln):
+                c = j % c_len
+                at[n, j], kt[n, j], dt[n, j], mt2[n, j] = ac[n, c], kc[n, c], dc[n, c], mc[n, c]
+        for t in prange(tasks):
+            if nsc:
+                n, bb = t // b_len, t % b_len
+                lo, hi = bb * r * c_len, min(s_len, bb * r + r) * c_len
+                xr, gr, out = x[n], g[n], gx[n]
+                an, kn, dn, mn = at[n], kt[n], dt[n], mt2[n]
+                for o in range(lo, hi, ln):
+                    e = min(o + ln, hi)
+                    xs, gs, os_ = xr[o:e], gr[o:e], out[o:e]
+                    for j in range(xs.shape[0]):
+                        os_[j] = np.float32(an[j] * gs[j]
+                                            + (kn[j] * (np.float64(xs[j]) - mn[j]) + dn[j]))
+            else:
+                n, c, bb = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
+                lo = c * s_len + bb * r
+                hi = c * s_len + min(s_len, bb * r + r)
+                xs, gs, os_ = x[n, lo:hi], g[n, lo:hi], gx[n, lo:hi]
+                a_, k_, d_, m = ac[n, c], kc[n, c], dc[n, c], mc[n, c]
+                for j in range(xs.shape[0]):
+                    os_[j] = np.float32(a_ * gs[j] + (k_ * (np.float64(xs[j]) - m) + d_))
 
-    def sums_nsc(g, x, mean, r, pa, pb, t0, t1):  # pa: sum g, pb: sum g (x - mean)
-        s_len, b_len = x.shape[1], pa.shape[1]
-        for t in prange(t0, t1):
-            n, b = t // b_len, t % b_len
-            a, p, mn = pa[n, b], pb[n, b], mean[n]
-            a[:] = 0.0
-            p[:] = 0.0
-            for s in range(b * r, min(s_len, b * r + r)):
-                xr, gr = x[n, s], g[n, s]
-                for c in range(xr.shape[0]):
-                    a[c] += gr[c]
-                    p[c] += np.float64(gr[c]) * (np.float64(xr[c]) - mn[c])
-
-    def grad_nsc(g, x, mean, a, k, d0, gx, r, b_len, t0, t1):  # a g + k (x - mean) + d0
-        s_len = x.shape[1]
-        for t in prange(t0, t1):
-            n, b = t // b_len, t % b_len
-            mn, an, kn, dn = mean[n], a[n], k[n], d0[n]
-            for s in range(b * r, min(s_len, b * r + r)):
-                xr, gr, o = x[n, s], g[n, s], gx[n, s]
-                for c in range(xr.shape[0]):
-                    o[c] = np.float32(an[c] * gr[c] + (kn[c] * (np.float64(xr[c]) - mn[c])
-                                                       + dn[c]))
-
-    # ------------------------------------------------------------- ncs: (N, C, S)
-    def moments_ncs(x, r, pm, pq, t0, t1):
-        c_len, s_len, b_len = x.shape[1], x.shape[2], pm.shape[1]
-        for t in prange(t0, t1):
-            n, c, b = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
-            xr = x[n, c, b * r:min(s_len, b * r + r)]
-            m = 0.0
-            for j in range(xr.shape[0]):
-                m += xr[j]
-            m /= xr.shape[0]
-            q = 0.0
-            for j in range(xr.shape[0]):
-                d = np.float64(xr[j]) - m
-                q += d * d
-            pm[n, b, c] = m
-            pq[n, b, c] = q
-
-    def apply_ncs(x, mean, sc, sh, y, r, b_len, t0, t1):
-        c_len, s_len = x.shape[1], x.shape[2]
-        for t in prange(t0, t1):
-            n, c, b = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
-            j0, j1 = b * r, min(s_len, b * r + r)
-            xr, yr = x[n, c, j0:j1], y[n, c, j0:j1]
-            mc, scc, shc = mean[n, c], sc[n, c], sh[n, c]
-            for j in range(xr.shape[0]):
-                yr[j] = np.float32((np.float64(xr[j]) - mc) * scc + shc)
-
-    def sums_ncs(g, x, mean, r, pa, pb, t0, t1):
-        c_len, s_len, b_len = x.shape[1], x.shape[2], pa.shape[1]
-        for t in prange(t0, t1):
-            n, c, b = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
-            j0, j1 = b * r, min(s_len, b * r + r)
-            xr, gr, mc = x[n, c, j0:j1], g[n, c, j0:j1], mean[n, c]
-            a = p = 0.0
-            for j in range(xr.shape[0]):
-                a += gr[j]
-                p += np.float64(gr[j]) * (np.float64(xr[j]) - mc)
-            pa[n, b, c] = a
-            pb[n, b, c] = p
-
-    def grad_ncs(g, x, mean, a, k, d0, gx, r, b_len, t0, t1):
-        c_len, s_len = x.shape[1], x.shape[2]
-        for t in prange(t0, t1):
-            n, c, b = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
-            j0, j1 = b * r, min(s_len, b * r + r)
-            xr, gr, o = x[n, c, j0:j1], g[n, c, j0:j1], gx[n, c, j0:j1]
-            mc, ac, kc, dc = mean[n, c], a[n, c], k[n, c], d0[n, c]
-            for j in range(xr.shape[0]):
-                o[j] = np.float32(ac * gr[j] + (kc * (np.float64(xr[j]) - mc) + dc))
-
-    passes: dict = {"parallel": parallel}
-    for fn, wrap in ((moments_nsc, plain), (apply_nsc, plain), (sums_nsc, plain),
-                     (grad_nsc, plain), (moments_ncs, summing), (apply_ncs, plain),
-                     (sums_ncs, summing), (grad_ncs, plain)):
-        passes[fn.__name__] = wrap(fn)
-    return passes
+    return {"forward": compiled(forward), "backward": compiled(backward), "parallel": parallel}

@@ -30,11 +30,13 @@ from . import jit, layouts, parallel, reduction
 from .group_loops import loops
 from .normalization import NORM
 
-__all__ = ["BLOCK", "available", "group_norm_backward", "group_norm_forward"]
+__all__ = ["BLOCK", "TILE", "available", "group_norm_backward", "group_norm_forward"]
 
 #: elements of one task's block (128 KB of float32): the two passes over a block of the
 #: moments read it from L2; fixed, so the sums do not depend on the thread count
 BLOCK = 1 << 15
+#: elements of a channels-last tile (whole rows): the loops run along it, vectorised
+TILE = 512
 _F32 = np.dtype(np.float32)
 
 
@@ -45,47 +47,28 @@ def available(x: np.ndarray) -> bool:
             and (x.flags.c_contiguous or layouts.is_channels_last(x)) and loops() is not None)
 
 
-class _Cut:
-    """x's view ((N, S, C) channels-last, else (N, C, S)) and its tasks' blocks."""
-
-    def __init__(self, x: np.ndarray):
-        self.nsc = layouts.is_channels_last(x)
-        n, c = x.shape[:2]
-        self.s = x.size // (n * c)
-        self.r = max(1, BLOCK // c) if self.nsc else min(self.s, BLOCK)
-        self.r = min(self.r, self.s)
-        self.b = -(-self.s // self.r)
-        self.tasks = n * self.b * (1 if self.nsc else c)
-        starts = np.arange(self.b) * self.r
-        self.counts = np.minimum(self.s, starts + self.r) - starts  # each block's positions
-        self.size = x.size
-        self.suffix = "nsc" if self.nsc else "ncs"
-
-    def view(self, a: np.ndarray) -> np.ndarray:
-        n, c = a.shape[:2]
-        if self.nsc:
-            return np.reshape(np.moveaxis(a, 1, -1), (n, -1, c), copy=False)
-        return np.reshape(a, (n, c, -1), copy=False)
-
-    def like(self, x: np.ndarray) -> np.ndarray:
-        return layouts.empty(x.shape, self.nsc, x.dtype)
-
-    def run(self, name: str, *args) -> None:
-        lp = loops()
-        kernel = lp[f"{name}_{self.suffix}"]
-        threads = 1 if self.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads()
-        if lp["parallel"]:
-            jit.set_threads(threads)
-            kernel(*args, 0, self.tasks)
-            return
-        cuts = [self.tasks * i // threads for i in range(threads + 1)]
-        parallel.run_chunks([lambda a=a, b=b: kernel(*args, a, b) or 0
-                             for a, b in zip(cuts, cuts[1:]) if b > a])
+def _geometry(x: np.ndarray) -> tuple:
+    """(view of x as (N, L), channels-last, tile rows, block positions) for the loops."""
+    n, c = x.shape[:2]
+    nsc = layouts.is_channels_last(x)
+    s = x.size // (n * c)
+    view = _view(x, nsc)
+    r = min(s, max(1, BLOCK // c) if nsc else BLOCK)
+    return view, nsc, max(1, TILE // c) if nsc else 1, r
 
 
-def _per_channel(v: np.ndarray, c: int) -> np.ndarray:
-    """(N, G) per-group values as (N, C), each channel its group's."""
-    return np.repeat(v, c // v.shape[1], axis=1)
+def _view(a: np.ndarray, nsc: bool) -> np.ndarray:
+    n = a.shape[0]
+    return np.reshape(np.moveaxis(a, 1, -1) if nsc else a, (n, -1), copy=False)
+
+
+def _threads(x: np.ndarray) -> None:
+    if loops()["parallel"]:
+        jit.set_threads(1 if x.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads())
+
+
+def _f64(v: np.ndarray | None, c: int, fill: float) -> np.ndarray:
+    return np.full(c, fill) if v is None else np.ascontiguousarray(v, dtype=np.float64)
 
 
 def group_norm_forward(x: np.ndarray, groups: int, weight: np.ndarray | None,
@@ -94,25 +77,14 @@ def group_norm_forward(x: np.ndarray, groups: int, weight: np.ndarray | None,
     """``y`` in x's layout, and each (sample, group)'s mean and biased variance ((N, G)
     float64) of x (N, C, *), for :func:`group_norm_backward` and running statistics."""
     n, c = x.shape[:2]
-    cut = _Cut(x)
     with NORM.record("group_norm_forward", x.shape) as rec:
         rec.algorithm = "numba"
-        v = cut.view(x)
-        pm, pq = np.empty((n, cut.b, c)), np.empty((n, cut.b, c))
-        cut.run("moments", v, cut.r, pm, pq)
-        # Chan et al.: a group's sum of squares is its blocks' plus their means' spread
-        k = cut.counts[None, :, None, None]
-        pm, pq = pm.reshape(n, cut.b, groups, -1), pq.reshape(n, cut.b, groups, -1)
-        count = cut.s * (c // groups)
-        mean = (k * pm).sum(axis=(1, 3)) / count
-        var = (pq.sum(axis=(1, 3)) + (k * (pm - mean[:, None, :, None]) ** 2).sum(axis=(1, 3)))
-        var = np.maximum(var / count, 0.0)
-        sc = _per_channel(1.0 / np.sqrt(var + eps), c)
-        if weight is not None:
-            sc = sc * weight.astype(np.float64)
-        sh = np.zeros((n, c)) + (0.0 if bias is None else bias.astype(np.float64))
-        y = cut.like(x)
-        cut.run("apply", v, _per_channel(mean, c), sc, sh, cut.view(y), cut.r, cut.b)
+        view, nsc, tile, r = _geometry(x)
+        y = layouts.empty(x.shape, nsc, x.dtype)
+        mean, var = np.empty((n, groups)), np.empty((n, groups))
+        _threads(x)
+        loops()["forward"](view, nsc, c, groups, tile, r, _f64(weight, c, 1.0),
+                           _f64(bias, c, 0.0), float(eps), _view(y, nsc), mean, var)
     return y, mean, var
 
 
@@ -123,35 +95,22 @@ def group_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
     layout: copied to x's if it differs), None where ``need`` does not ask."""
     n, c = x.shape[:2]
     groups = mean.shape[1]
-    cut = _Cut(x)
     with NORM.record("group_norm_backward", x.shape) as rec:
         rec.algorithm = "numba"
+        view, nsc, tile, r = _geometry(x)
         if g.dtype != _F32 or g.strides != x.strides:
-            staged = cut.like(x)
+            staged = layouts.empty(x.shape, nsc, x.dtype)
             np.copyto(staged, g)
             g = staged
-        vx, vg = cut.view(x), cut.view(g)
-        mc = _per_channel(mean, c)
-        pa, pb = np.empty((n, cut.b, c)), np.empty((n, cut.b, c))
-        cut.run("sums", vg, vx, mc, cut.r, pa, pb)
-        sum_g, sum_gd = pa.sum(axis=1), pb.sum(axis=1)  # (N, C): sum g, sum g (x - m)
-        inv = _per_channel(1.0 / np.sqrt(var + eps), c)
-        gw = (inv * sum_gd).sum(axis=0) if need[1] else None
-        gb = sum_g.sum(axis=0) if need[2] else None
-        gx = None
-        if need[0]:
-            w = np.ones(c) if weight is None else weight.astype(np.float64)
-            count = cut.s * (c // groups)
-            # per group: mean(gs) and mean(gs xh), gs = g w, xh = (x - m) inv
-            mean_gs = _per_channel((w * sum_g).reshape(n, groups, -1).sum(axis=2), c) / count
-            mean_gsxh = _per_channel((w * inv * sum_gd).reshape(n, groups, -1).sum(axis=2),
-                                     c) / count
-            # gx = inv (g w - mean(gs) - (x - m) inv mean(gs xh))
-            a, k, d0 = inv * w, -inv * inv * mean_gsxh, -inv * mean_gs
-            gx = cut.like(x)
-            cut.run("grad", vg, vx, mc, a, k, d0, cut.view(gx), cut.r, cut.b)
-    return (gx, None if gw is None else gw.astype(x.dtype),
-            None if gb is None else gb.astype(x.dtype))
+        gx = layouts.empty(x.shape, nsc, x.dtype) if need[0] else x
+        gw, gb = np.empty(c), np.empty(c)
+        _threads(x)
+        loops()["backward"](_view(g, nsc), view, nsc, c, groups, tile, r,
+                            np.ascontiguousarray(mean), np.ascontiguousarray(var),
+                            _f64(weight, c, 1.0), float(eps), bool(need[0]), _view(gx, nsc),
+                            gw, gb)
+    return (gx if need[0] else None, gw.astype(x.dtype) if need[1] else None,
+            gb.astype(x.dtype) if need[2] else None)
 
 
 @jit.exercise
