@@ -4,6 +4,8 @@ NumPy itself (binary results bit for bit); the profiler says which algorithm ran
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -11,7 +13,7 @@ import torch.nn.functional as TF
 
 import convgrad as cg
 import convgrad.functional as F
-from convgrad.ops import onednn_available, prefer
+from convgrad.ops import jit, onednn_available, prefer
 from convgrad.ops.eltwise import MIN_BINARY_SIZE, MIN_PIECEWISE_SIZE
 from convgrad.ops.layouts import empty, is_channels_last
 
@@ -77,9 +79,12 @@ def test_activation_on_onednn_matches_torch(name, layout):
     ours_fn, torch_fn = ACTIVATIONS[name]
     x, g = array(SHAPE, layout), array(SHAPE, layout, seed=1, scale=1.0)
     y, gx, algs = run(ours_fn, x, g)
-    # relu's forward stays on NumPy (oneDNN's relu(nan) is 0)
-    assert algs[f"{name}_forward"] == ("numpy" if name == "relu" else "onednn"), algs
-    assert algs[f"{name}_backward"] == "onednn", algs
+    # relu's forward stays off oneDNN (oneDNN's relu(nan) is 0): Numba's loop, or NumPy
+    relu = "numba" if jit.enabled() else "numpy"
+    assert algs[f"{name}_forward"] == (relu if name == "relu" else "onednn"), algs
+    # leaky_relu's backward: Numba's loop (torch's gradient at a NaN), else oneDNN
+    leaky = "numba" if jit.enabled() else "onednn"
+    assert algs[f"{name}_backward"] == (leaky if name == "leaky_relu" else "onednn"), algs
     assert is_channels_last(y) == (layout == "channels_last")
     assert is_channels_last(gx) == (layout == "channels_last")
     y32, g32 = torch_run(torch_fn, x, g, torch.float32)
@@ -110,11 +115,18 @@ def test_a_gradient_in_another_layout_is_copied_to_the_inputs(name):
 @pytest.mark.parametrize("name", ["relu", "leaky_relu"])
 def test_piecewise_linear_activations_are_bitwise_numpy(name):
     x, g = array(SHAPE, "channels_last"), array(SHAPE, "channels_last", seed=1)
-    x.reshape(-1)[:4] = [0.0, -0.0, np.inf, -np.inf]
+    flat = x.ravel(order="K")  # a view of channels-last memory
+    assert np.shares_memory(flat, x)
+    flat[:4] = [0.0, -0.0, np.inf, -np.inf]
+    flat[-3:] = [np.nan, -np.nan, 1e-45]  # NaN kept, a denormal kept
     y, gx, algs = run(ACTIVATIONS[name][0], x, g)
     with prefer("numpy"):
         y_ref, gx_ref, ref_algs = run(ACTIVATIONS[name][0], x, g)
-    assert algs[f"{name}_backward"] == "onednn" and set(ref_algs.values()) == {"numpy"}
+    compiled = "numba" if jit.enabled() else "onednn"
+    assert algs[f"{name}_backward"] == ("onednn" if name == "relu" else compiled)
+    assert set(ref_algs.values()) == {"numpy"}
+    if name == "relu":
+        assert algs["relu_forward"] == ("numba" if jit.enabled() else "numpy")
     assert y.tobytes() == y_ref.tobytes()
     # equal values; oneDNN's gradient is g * 0 where the mask is off: -0.0 for g < 0
     assert np.array_equal(gx, gx_ref)
@@ -154,6 +166,21 @@ def test_nan_propagates_as_in_torch():
     for name, (ours, theirs) in ACTIVATIONS.items():
         assert np.isnan(ours(cg.Tensor(x)).data).all(), name
         assert np.isnan(theirs(torch.from_numpy(x)).numpy()).all(), name
+
+
+@pytest.mark.parametrize("pin", [None, "numpy"])
+@pytest.mark.parametrize("name", ["relu", "leaky_relu"])
+def test_a_nans_gradient_is_torchs(name, pin):
+    """relu passes the gradient of a NaN input on (torch's threshold_backward zeroes it
+    only where the output is <= 0); leaky_relu scales it by the slope."""
+    ours_fn, torch_fn = ACTIVATIONS[name]
+    x, g = array(SHAPE, "nchw"), array(SHAPE, "nchw", seed=1)
+    x.reshape(-1)[::7] = np.nan
+    with prefer(pin) if pin else contextlib.nullcontext():
+        y, gx, _ = run(ours_fn, x, g)
+    ty, tg = torch_run(torch_fn, x, g, torch.float32)
+    np.testing.assert_array_equal(y, ty)  # NaN where torch has NaN
+    np.testing.assert_array_equal(gx, tg)
 
 
 @needs_onednn

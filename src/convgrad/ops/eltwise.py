@@ -17,8 +17,11 @@ the layouts fit:
   array broadcast over the other, which is dense; the result takes the full operand's
   layout.  Each result is one IEEE float32 operation, bit for bit NumPy's.
 
-Anything else (float64, dask arrays, small arrays, other layouts and broadcasts, a case
-oneDNN runs only with its reference code) runs the NumPy reference.
+ReLU's forward, whose oneDNN kernel turns NaN into 0, and LeakyReLU's backward, whose
+oneDNN kernel does not scale a NaN input's gradient, run Numba's loops instead
+(:mod:`.eltwise_loops`, algorithm ``numba``) on large dense float32 arrays.  Anything
+else (float64, dask arrays, small arrays, other layouts and broadcasts, a case oneDNN
+runs only with its reference code) runs the NumPy reference.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import onednn
+from . import eltwise_loops, jit, onednn
 from .layouts import LAYOUT, is_dense
 from .onednn import eltwise as _dnnl
 from .onednn._plan import _normalized
@@ -40,7 +43,7 @@ __all__ = ["ACTIVATIONS", "ELTWISE", "MIN_BINARY_SIZE", "MIN_ONEDNN_SIZE",
            "binary"]
 
 #: the eltwise family: ``prefer("numpy")`` pins the Functions' NumPy code
-ELTWISE = family("eltwise", ("onednn", "numpy"))
+ELTWISE = family("eltwise", ("onednn", "numba", "numpy"))
 
 #: Below these many result elements NumPy runs.  A oneDNN call costs 25-100 us from
 #: Python (ctypes, the plan's context, the profiler event); measured on this 2-core
@@ -60,8 +63,8 @@ _PIECEWISE = ("leaky_relu",)
 #: Function's ``reads`` says which)
 ACTIVATIONS = {
     # oneDNN's relu and clip lose NaN (vmaxps returns its second operand, 0 or the
-    # bound; NumPy and torch return NaN): their forwards stay on NumPy (np.maximum runs at
-    # memory speed anyway, 1.6-2.2 ms on 8M elements against oneDNN's 1.5-1.6 ms)
+    # bound; NumPy and torch return NaN): their forwards stay off oneDNN (relu: Numba's
+    # loop, :mod:`.eltwise_loops`, else NumPy)
     "relu": (None, "relu_use_dst_for_bwd"),            # reads the output
     "leaky_relu": ("relu", "relu"),                    # alpha: the negative slope
     "elu": ("elu", "elu"),                             # alpha
@@ -114,6 +117,14 @@ def activation(name: str, x: Any, reference: Callable[[], Any], alpha: float = 0
     with ELTWISE.record(f"{name}_forward", _shape(x)) as rec:
         least = MIN_PIECEWISE_SIZE if name in _PIECEWISE else MIN_ONEDNN_SIZE
         alg = ACTIVATIONS[name][0]
+        if (name == "relu" and ELTWISE.pinned() in (None, "numba") and type(x) is np.ndarray
+                and x.dtype is _F32 and x.size >= MIN_PIECEWISE_SIZE and is_dense(x)
+                and eltwise_loops.loops() is not None):
+            rec.algorithm = "numba"  # np.maximum(x, 0) bit for bit, on every core
+            out = np.empty_like(x)
+            _set_threads()
+            eltwise_loops.loops()["relu"](_flat(x), _flat(out))
+            return out
         if (alg and supported and _algorithm((x,), _size(x), least) == "onednn"
                 and is_dense(x)):
             n = x.size
@@ -124,6 +135,16 @@ def activation(name: str, x: Any, reference: Callable[[], Any], alpha: float = 0
                 return plan.run(x=x, out=np.empty_like(x))
         rec.algorithm = "numpy"
         return reference()
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    """A dense array as a flat view in its memory order."""
+    return np.ravel(a, order="K")
+
+
+def _set_threads() -> None:
+    if jit.thread_safe():
+        jit.set_threads(num_threads())
 
 
 def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
@@ -142,6 +163,14 @@ def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
                     staged = np.empty_like(x)
                     np.copyto(staged, g)
                     g = staged
+            if (name == "leaky_relu" and ELTWISE.pinned() is None
+                    and eltwise_loops.loops() is not None):
+                rec.algorithm = "numba"  # torch's gradient at a NaN (oneDNN's is not)
+                out = np.empty_like(x)
+                _set_threads()
+                eltwise_loops.loops()["leaky_relu_grad"](_flat(g), _flat(x), x.dtype.type(alpha),
+                                                         _flat(out))
+                return out
             n = x.size
             plan = _dnnl.plan("backward", ACTIVATIONS[name][1], ((n,),) * 3, ((1,),) * 3,
                               num_threads(), alpha, beta)
@@ -194,3 +223,12 @@ def _binary_plan(op: str, a: np.ndarray, b: np.ndarray):
     a_strides = _normalized(a.shape, _elem(a))  # size-1 dims: the dense layout's strides
     return _dnnl.plan("binary", op, (a.shape, b_shape, a.shape),
                       (a_strides, tuple(b_strides), a_strides), num_threads())
+
+
+@jit.exercise
+def _exercise() -> None:
+    """The compiled loops once (:func:`.jit.warm_up`)."""
+    lp = eltwise_loops.loops()
+    x = np.zeros(4, np.float32)
+    lp["relu"](x, np.empty_like(x))
+    lp["leaky_relu_grad"](x, x, np.float32(0.2), np.empty_like(x))

@@ -79,9 +79,9 @@ class ConvReLU(Function):
     def backward(ctx: Context, g: Tensor) -> tuple:
         above = ctx.output.data > 0
         # d relu(y)/dy = 1 where y > 0 (where z > 0), else slope: the ReLU and LeakyReLU
-        # Functions' rules, read from the output
+        # Functions' rules, read from the output (ReLU's passes a NaN's gradient on)
         if ctx.slope == 0:
-            gy = Where.apply(above, g, 0.0)
+            gy = Where.apply(~(ctx.output.data <= 0), g, 0.0)
         else:
             gy = g * np.where(above, 1.0, ctx.slope).astype(g.dtype)
         return _conv_grads(ctx, gy)

@@ -259,8 +259,9 @@ class ReLU(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         y = ctx.output
-        # d max(x, 0)/dx = 1 where x > 0 (where the output is > 0), else 0
-        return fast_grad("relu", grad, y, lambda: Where.apply(y.data > 0, grad, 0.0))
+        # d max(x, 0)/dx = 1 where x > 0 (where the output is > 0), else 0; a NaN passes
+        # the gradient on, as torch's threshold_backward (0 only where y <= 0)
+        return fast_grad("relu", grad, y, lambda: Where.apply(~(y.data <= 0), grad, 0.0))
 
 
 class LeakyReLU(Function):

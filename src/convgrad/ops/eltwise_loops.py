@@ -1,0 +1,59 @@
+"""The activations oneDNN has no exact kernel for, as compiled loops (Numba, :mod:`.jit`).
+
+* ReLU's forward: oneDNN's turns a NaN into 0 and NumPy's ``maximum`` runs on one core
+  (0.65 ms on (16, 32, 64, 64), this loop 0.08 ms on two).  ``x if x > 0 or x != x
+  else 0`` is ``np.maximum(x, 0)`` bit for bit (NaN kept, -0 to +0).
+* LeakyReLU's backward: oneDNN's passes a NaN input's gradient through unscaled, torch
+  scales it by the slope.  ``g if x > 0 else g * slope`` is the NumPy rule bit for bit.
+
+Flat dense arrays of one layout, in blocks of :data:`BLOCK` elements in a ``prange``
+(serial where Numba's threading layer is its work queue).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import jit
+
+__all__ = ["BLOCK", "loops"]
+
+#: elements per block of the parallel loop
+BLOCK = 1 << 14
+
+_compiled: list = []
+
+
+@jit.loader
+def loops() -> dict | None:
+    """``{"relu": ..., "leaky_relu_grad": ...}`` compiled, or None without Numba."""
+    if not _compiled:
+        if not jit.enabled():
+            return None
+        _compiled.append(_compile(jit.numba()))
+    return _compiled[0]
+
+
+def _compile(numba) -> dict:
+    prange = numba.prange if jit.thread_safe() else range
+
+    @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
+    def relu(x, y):
+        n = x.size
+        for b in prange((n + BLOCK - 1) // BLOCK):
+            lo, hi = b * BLOCK, min(n, b * BLOCK + BLOCK)
+            xs, ys = x[lo:hi], y[lo:hi]
+            for i in range(hi - lo):
+                v = xs[i]
+                ys[i] = v if (v > 0 or v != v) else np.float32(0)
+
+    @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
+    def leaky_relu_grad(g, x, slope, gx):
+        n = x.size
+        for b in prange((n + BLOCK - 1) // BLOCK):
+            lo, hi = b * BLOCK, min(n, b * BLOCK + BLOCK)
+            gs, xs, os_ = g[lo:hi], x[lo:hi], gx[lo:hi]
+            for i in range(hi - lo):
+                os_[i] = gs[i] if xs[i] > 0 else gs[i] * slope
+
+    return {"relu": relu, "leaky_relu_grad": leaky_relu_grad}
