@@ -21,6 +21,7 @@ import numpy as np
 
 from ..functional.conv import convolve
 from ..functional.conv_args import conv_args, per_dim, transpose_args
+from ..ops import jit
 from ..tensor import Tensor
 from ..tensor.args import check_dtype
 from . import init
@@ -48,6 +49,7 @@ class _ConvNd(Module):
                  padding: Any, dilation: Any, groups: int, bias: bool, padding_mode: str,
                  dtype: Any, rng: Any) -> None:
         super().__init__()
+        jit.warm_up()  # a network is being built: its kernels load in the background
         fn, nd = type(self).__name__, self._nd
         self.in_channels = _positive_int("in_channels", in_channels, fn)
         self.out_channels = _positive_int("out_channels", out_channels, fn)
