@@ -13,7 +13,7 @@ import convgrad as cg
 import convgrad.functional as F
 import convgrad.metrics  # noqa: F401 (registers its Functions, if any)
 from convgrad.autograd import OUTPUT, Function
-from convgrad.ops import ConvSpec
+from convgrad.ops import ConvSpec, jit
 from convgrad.tensor import conv as C
 from convgrad.tensor import elementwise as E
 from convgrad.tensor import gather as G
@@ -35,7 +35,13 @@ from convgrad.tensor.activation import (
 from convgrad.tensor.axis_matrix import AxisMap
 from convgrad.tensor.loss import BinaryCrossEntropy
 from convgrad.tensor.memory_format import ToMemoryFormat
-from convgrad.tensor.normalization import BatchNorm, BatchNormReLU, ChannelAffine, Standardize
+from convgrad.tensor.normalization import (
+    BatchNorm,
+    BatchNormReLU,
+    ChannelAffine,
+    GroupNorm,
+    Standardize,
+)
 
 RNG = np.random.default_rng(0)
 
@@ -128,6 +134,10 @@ SAMPLES = {
     Standardize: (lambda x: _standardize(x), [arr(4, 3)]),
     BatchNorm: (lambda x, w, b: BatchNorm.apply(x, w, b, eps=1e-5), [arr(4, 3), arr(3), arr(3)]),
     ChannelAffine: (lambda x, w, b: ChannelAffine.apply(x, w, b), [arr(4, 3, 5), arr(3), arr(3)]),
+    # its kernels are Numba's (float32); without Numba group_norm takes the view path
+    GroupNorm: ((lambda x, w, b: GroupNorm.apply(x, w, b, groups=2, eps=1e-5)) if jit.enabled()
+                else (lambda x, w, b: F.group_norm(x, 2, w, b)),
+                [arr32(3, 4, 5), arr32(4), arr32(4)]),
     BatchNormReLU: (lambda x, w, b: BatchNormReLU.apply(x, w, b, eps=1e-5),
                     [arr(4, 3), arr(3), arr(3)]),
     S.PadConstant: (lambda a: S.PadConstant.apply(a, widths=((1, 0), (0, 2)), value=0.0),
