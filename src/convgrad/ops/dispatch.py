@@ -253,21 +253,39 @@ def output_channels_last(pass_: Pass, lhs: np.ndarray, out_shape: tuple) -> bool
     1.05 / 1.11 / 2.0, W4 2.7 / 2.2 / 12.7, W6 7.0 / 4.7 / 6.6, W8 1.75 / 1.51 / 2.2),
     and channels-last pairs are faster still, so a forward reading few channels (a
     network's input) starts the channels-last run and elementwise operations keep it:
-    a network pays one reorder at its input instead of one per call.  1-D activations
-    and weights stay as they are (a 1-D weight gradient was slower channels-last).
+    a network pays one reorder at its input instead of one per call; so does an input
+    gradient reading few channels (a loss's gradient into a network's head).  A strided
+    view with channels innermost (a channel slice of a channels-last array) counts as
+    channels-last.  1-D activations and weights stay as they are (a 1-D weight gradient
+    was slower channels-last).
     """
     if pass_ == Pass.WEIGHT_GRAD or len(out_shape) not in (4, 5) or out_shape[1] < 2:
         return False
-    if layouts.is_channels_last(lhs):
+    if layouts.is_channels_last(lhs) or _channels_innermost(lhs):
         return True
-    return pass_ == Pass.FORWARD and lhs.shape[1] < CHANNELS_LAST_FROM_FEW_CHANNELS
+    # few channels in (an image into the first convolution; a loss's gradient into the
+    # head's input gradient): the network behind runs channels-last
+    return lhs.shape[1] < CHANNELS_LAST_FROM_FEW_CHANNELS
+
+
+def _channels_innermost(a: np.ndarray) -> bool:
+    """A strided view whose channels are its innermost dim (a channel slice of a
+    channels-last array)."""
+    big = [st for st, n in zip(a.strides, a.shape) if n > 1]
+    return a.ndim >= 3 and a.shape[1] > 1 and a.strides[1] == a.itemsize and min(big) > 0 and (
+        a.strides[1] == min(big))
 
 
 def _dense(a: np.ndarray) -> np.ndarray | None:
-    """``a`` as oneDNN reads it (C-contiguous or channels-last); other strides (a
-    broadcast gradient, a strided view) are copied once if the copy fits the workspace,
-    which costs less than the NumPy engine would; None if it does not fit."""
+    """``a`` as oneDNN reads it: C-contiguous, channels-last, or a view with positive
+    strides (a channel slice of a channels-last array, as a concatenation's backward
+    hands each part), which the plan's reorder reads as it lies (NumPy's copy of such a
+    slice, 64-byte runs, took 7.6 ms on (2, 16, 64, 64, 64)); other strides (a broadcast
+    gradient) are copied once if the copy fits the workspace, which costs less than the
+    NumPy engine would; None if it does not fit."""
     if a.flags.c_contiguous or layouts.is_channels_last(a):
+        return a
+    if all(st > 0 and st % a.itemsize == 0 for st, n in zip(a.strides, a.shape) if n > 1):
         return a
     if a.nbytes > get_workspace_limit():
         return None

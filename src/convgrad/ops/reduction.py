@@ -77,7 +77,10 @@ def _sequential_terms(x: np.ndarray, axes: tuple[int, ...]) -> int:
 
 def _rows(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, list[int]] | None:
     """``x`` as a (reduced positions, kept positions) matrix without a copy, and the kept
-    axes in memory order, when the reduced axes are the outer ones of a dense array."""
+    axes in memory order, when the reduced axes are the outer ones of memory: the kept
+    ones dense, the reduced ones dense among themselves from a row pitch of at least
+    the kept extent (a dense array, or a channel slice of a channels-last one, as the
+    backward of a concatenation hands each part)."""
     order = sorted((d for d in range(x.ndim) if x.shape[d] > 1),
                    key=lambda d: -abs(x.strides[d]))
     reduced = [d for d in order if d in axes]
@@ -85,14 +88,21 @@ def _rows(x: np.ndarray, axes: tuple[int, ...]) -> tuple[np.ndarray, list[int]] 
     if not reduced or not kept or order != reduced + kept:
         return None
     expected = x.itemsize
-    for d in reversed(order):
+    for d in reversed(kept):
+        if x.strides[d] != expected:
+            return None
+        expected *= x.shape[d]
+    pitch = x.strides[reduced[-1]]
+    if pitch < expected or pitch % x.itemsize:
+        return None
+    expected = pitch
+    for d in reversed(reduced):
         if x.strides[d] != expected:
             return None
         expected *= x.shape[d]
     rows = prod(x.shape[d] for d in reduced)
     width = prod(x.shape[d] for d in kept)
-    return np.lib.stride_tricks.as_strided(x, (rows, width), (width * x.itemsize,
-                                                               x.itemsize)), kept
+    return np.lib.stride_tricks.as_strided(x, (rows, width), (pitch, x.itemsize)), kept
 
 
 def _blocked(x: np.ndarray, axes: tuple[int, ...], keepdims: bool) -> np.ndarray | None:

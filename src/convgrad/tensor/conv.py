@@ -168,7 +168,7 @@ class AddBias(Function):
 
     @staticmethod
     def forward(ctx: Context, y: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return route.add_bias(y.copy(), b)
+        return route.add_bias(y.copy(order="K"), b)  # y's layout kept (channels-last)
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:

@@ -347,7 +347,7 @@ class Clone(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        return x.copy()
+        return x.copy(order="K")  # torch's preserve_format: the memory layout kept
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
