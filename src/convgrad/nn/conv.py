@@ -21,7 +21,8 @@ import numpy as np
 
 from ..functional.conv import convolve
 from ..functional.conv_args import conv_args, per_dim, transpose_args
-from ..ops import jit
+from ..ops import fft, jit
+from ..ops.dispatch import FFT_MIN_TAPS
 from ..tensor import Tensor
 from ..tensor.args import check_dtype
 from . import init
@@ -59,6 +60,8 @@ class _ConvNd(Module):
         if out_channels % groups:
             raise ValueError(f"{fn}: groups={groups} must divide out_channels={out_channels}")
         self.kernel_size = per_dim("kernel_size", kernel_size, nd, fn)
+        if math.prod(self.kernel_size) >= FFT_MIN_TAPS:  # its cost model reads FFT lengths
+            fft.preload()
         self.stride = per_dim("stride", stride, nd, fn)
         self.dilation = per_dim("dilation", dilation, nd, fn)
         self.padding_mode = padding_mode

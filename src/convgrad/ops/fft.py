@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["Tiling", "fft_conv", "tiling"]
+__all__ = ["preload", "Tiling", "fft_conv", "tiling"]
 
 # Broadcast multiply-adds over channels while C*O is at most this; above it one
 # batched matmul per frequency (its transposed copies pay off with more channels).
@@ -77,6 +78,19 @@ def _sfft():
     import scipy.fft
 
     return scipy.fft
+
+
+_preloading: list = []
+
+
+def preload() -> None:
+    """Import ``scipy.fft`` on a background thread, once: a layer with a large kernel is
+    being built, and the cost model of its first pass reads FFT lengths (a ResNet-18's
+    7x7 stem made its first training step wait ~0.1 s for the import)."""
+    if _preloading or _sfft.cache_info().currsize:
+        return
+    _preloading.append(threading.Thread(target=_sfft, name="convgrad-scipy-fft", daemon=True))
+    _preloading[0].start()
 
 
 def _spectrum_len(n: tuple[int, ...]) -> int:
