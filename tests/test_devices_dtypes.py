@@ -135,3 +135,22 @@ def test_random_creation_with_generator_and_requires_grad():
     first = cg.randint(0, 100, (5,)).tolist()
     cg.manual_seed(0)
     assert cg.randint(0, 100, (5,)).tolist() == first
+
+
+def test_a_scripts_cudnn_switches_are_accepted_as_torch_accepts_them_without_cuda():
+    import convgrad.backends.cudnn as cudnn
+
+    cudnn.benchmark = True  # pytorch/examples' DCGAN sets it
+    cudnn.deterministic = True
+    assert cudnn.is_available() is False and cudnn.version() is None
+    assert torch.backends.cudnn.is_available() is False  # torch here: CPU wheel, the oracle
+    cudnn.benchmark = cudnn.deterministic = False
+
+
+def test_data_parallel_on_one_device_equals_the_module():
+    import convgrad.nn.parallel
+
+    m = cg.nn.Linear(4, 3)
+    x = cg.randn(5, 4, generator=1)
+    np.testing.assert_array_equal(convgrad.nn.parallel.data_parallel(m, x, range(1)).data,
+                                  m(x).data)

@@ -10,7 +10,7 @@ command); ``random`` holds the one seeded generator behind ``cg.manual_seed``.
 
 from __future__ import annotations
 
-from . import accelerator, cuda, functional, ops
+from . import accelerator, backends, cuda, functional, ops
 from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from .devices import device
 from .dtypes import bool as bool  # (torch's names; not in __all__: they shadow builtins)
@@ -108,7 +108,8 @@ __all__ = [
     "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean", "min", "permute",
     "pow", "relu", "reshape", "sigmoid", "sqrt", "squeeze", "sum", "tanh", "transpose",
     "unsqueeze", "nn", "optim", "metrics", "save", "load", "manual_seed", "utils", "compute",
-    "device", "cuda", "accelerator", "float32", "float64", "float16", "half", "double", "int32",
+    "device", "cuda", "backends", "accelerator", "float32", "float64", "float16", "half",
+    "double", "int32",
     "int64", "long", "uint8", "full", "empty", "zeros_like", "ones_like", "full_like",
     "empty_like", "rand", "rand_like", "randn_like", "randint", "randperm", "arange", "linspace",
     "eye", "from_dlpack", "memory_format", "contiguous_format", "channels_last",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import functional, init, utils
+from . import functional, init, parallel, utils
 from .activation import (
     ELU,
     GELU,
@@ -72,7 +72,7 @@ from .resampling import PixelShuffle, PixelUnshuffle, Upsample
 from .state import IncompatibleKeys
 
 __all__ = [
-    "functional", "init", "Module", "Parameter", "Sequential", "IncompatibleKeys",
+    "functional", "init", "parallel", "Module", "Parameter", "Sequential", "IncompatibleKeys",
     "utils", "ModuleList", "ModuleDict",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Linear", "Identity", "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Flatten",
