@@ -168,7 +168,8 @@ class AddBias(Function):
 
     @staticmethod
     def forward(ctx: Context, y: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return route.add_bias(y.copy(order="K"), b)  # y's layout kept (channels-last)
+        # an ndarray's layout kept (channels-last); a dask array copies lazily
+        return route.add_bias(y.copy(order="K") if isinstance(y, np.ndarray) else y.copy(), b)
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:

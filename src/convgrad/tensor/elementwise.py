@@ -347,7 +347,8 @@ class Clone(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        return x.copy(order="K")  # torch's preserve_format: the memory layout kept
+        # torch's preserve_format: an ndarray's memory layout kept
+        return x.copy(order="K") if isinstance(x, np.ndarray) else x.copy()
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
