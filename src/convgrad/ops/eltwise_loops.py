@@ -21,20 +21,10 @@ __all__ = ["BLOCK", "loops"]
 #: elements per block of the parallel loop
 BLOCK = 1 << 14
 
-_compiled: list = []
-
-
-@jit.loader
-def loops() -> dict | None:
-    """``{"relu": ..., "leaky_relu_grad": ...}`` compiled, or None without Numba."""
-    if not _compiled:
-        if not jit.enabled():
-            return None
-        _compiled.append(_compile(jit.numba()))
-    return _compiled[0]
-
 
 def _compile(numba) -> dict:
+    """``{"relu": ..., "leaky_relu_grad": ...}`` compiled: what ``loops()`` returns (None
+    without Numba)."""
     prange = numba.prange if jit.thread_safe() else range
 
     @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
@@ -57,3 +47,7 @@ def _compile(numba) -> dict:
                 os_[i] = gs[i] if xs[i] > 0 else gs[i] * slope
 
     return {"relu": relu, "leaky_relu_grad": leaky_relu_grad}
+
+
+#: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)
+loops = jit.compiled(_compile)

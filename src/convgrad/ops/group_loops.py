@@ -30,21 +30,10 @@ from . import jit
 
 __all__ = ["loops"]
 
-_compiled: list = []
-
-
-@jit.loader
-def loops() -> dict | None:
-    """``{"forward": ..., "backward": ...}`` compiled (``parallel``: on Numba's threads),
-    or None without Numba."""
-    if not _compiled:
-        if not jit.enabled():
-            return None
-        _compiled.append(_compile(jit.numba()))
-    return _compiled[0]
-
 
 def _compile(numba) -> dict:
+    """``{"forward": ..., "backward": ...}`` compiled (``parallel``: on Numba's threads): what
+    ``loops()`` returns (None without Numba)."""
     parallel = jit.thread_safe()
     prange = numba.prange if parallel else range
     # reassociation lets the float64 row sums vectorise; every value it touches is float64
@@ -240,3 +229,7 @@ def _compile(numba) -> dict:
                     os_[j] = np.float32(a_ * gs[j] + (k_ * (np.float64(xs[j]) - m) + d_))
 
     return {"forward": compiled(forward), "backward": compiled(backward), "parallel": parallel}
+
+
+#: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)
+loops = jit.compiled(_compile)

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["enabled", "exercise", "loader", "lock", "numba", "set_threads", "thread_safe",
-           "warm_up"]
+__all__ = ["compiled", "enabled", "exercise", "loader", "lock", "numba", "set_threads",
+           "thread_safe", "warm_up"]
 
 _numba = None  # the numba module once imported, False when it is not installed
 _layer: list = []  # the threading layer Numba chose, once known
@@ -66,6 +66,22 @@ def loader(load: Callable[[], object]) -> Callable[[], object]:
     _loaders.append(locked)
     locked.__doc__ = load.__doc__
     return locked
+
+
+def compiled(compile: Callable[[object], object]) -> Callable[[], object]:
+    """A module's loader (registered with :func:`warm_up`, as :func:`loader`): the
+    result of ``compile(numba)``, made on first use and kept, or None without Numba."""
+    made: list = []
+
+    def load():
+        if not made:
+            if not enabled():
+                return None
+            made.append(compile(numba()))
+        return made[0]
+
+    load.__doc__ = compile.__doc__
+    return loader(load)
 
 
 def exercise(run: Callable[[], object]) -> Callable[[], object]:

@@ -19,20 +19,9 @@ __all__ = ["PART_ROWS", "loops"]
 #: rows of one part (a multiple of the block rows)
 PART_ROWS = 1 << 10
 
-_compiled: list = []
-
-
-@jit.loader
-def loops() -> dict | None:
-    """``{"column_sums": ...}`` compiled, or None without Numba."""
-    if not _compiled:
-        if not jit.enabled():
-            return None
-        _compiled.append(_compile(jit.numba()))
-    return _compiled[0]
-
 
 def _compile(numba) -> dict:
+    """``{"column_sums": ...}`` compiled: what ``loops()`` returns (None without Numba)."""
     prange = numba.prange if jit.thread_safe() else range
 
     @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
@@ -53,3 +42,7 @@ def _compile(numba) -> dict:
                     acc[c] += part[c]
 
     return {"column_sums": column_sums}
+
+
+#: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)
+loops = jit.compiled(_compile)

@@ -14,20 +14,9 @@ from . import jit
 
 __all__ = ["loops"]
 
-_compiled: list = []
-
-
-@jit.loader
-def loops() -> dict | None:
-    """``{"adjoint_axis": ...}`` compiled, or None without Numba."""
-    if not _compiled:
-        if not jit.enabled():
-            return None
-        _compiled.append(_compile(jit.numba()))
-    return _compiled[0]
-
 
 def _compile(numba) -> dict:
+    """``{"adjoint_axis": ...}`` compiled: what ``loops()`` returns (None without Numba)."""
     parallel = jit.thread_safe()
     prange = numba.prange if parallel else range
 
@@ -44,3 +33,7 @@ def _compile(numba) -> dict:
                     r1[b] += v * gr[b]
 
     return {"adjoint_axis": adjoint_axis, "parallel": parallel}
+
+
+#: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)
+loops = jit.compiled(_compile)

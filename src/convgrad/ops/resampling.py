@@ -128,23 +128,15 @@ def resample_backward(gy: np.ndarray, x_shape: tuple, mode: str, like: np.ndarra
                 else:
                     np.add(gx, view, out=gx, casting="same_kind")
             return gx
-        if gy.dtype == np.float32 and RESAMPLE.pinned() in (None, "numba") and loops():
-            rec.algorithm = "numba"
-            g = _in_layout(gy, like)
-            for a in range(len(x_shape) - 2):
-                shape = (*x_shape[:2 + a + 1], *g.shape[2 + a + 1:])
-                out = gx if a == len(x_shape) - 3 else layouts.empty(
-                    shape, channels_last=layouts.is_channels_last(like))
-                _compiled_adjoint_axis(g, out, 2 + a)
-                g = out
-            return gx
-        rec.algorithm = "numpy:phases"
-        g = gy
+        compiled = gy.dtype == np.float32 and RESAMPLE.pinned() in (None, "numba") and loops()
+        rec.algorithm = "numba" if compiled else "numpy:phases"
+        adjoint = _compiled_adjoint_axis if compiled else _linear_adjoint_axis
+        g = _in_layout(gy, like) if compiled else gy  # the loop reads like's dense layout
         for a in range(len(x_shape) - 2):
             shape = (*x_shape[:2 + a + 1], *g.shape[2 + a + 1:])
             out = gx if a == len(x_shape) - 3 else layouts.empty(
                 shape, channels_last=layouts.is_channels_last(like))
-            _linear_adjoint_axis(g, out, 2 + a)
+            adjoint(g, out, 2 + a)
             g = out
     return gx
 
