@@ -9,7 +9,7 @@ import pytest
 import convgrad as cg
 import convgrad.functional as F
 from convgrad import nn
-from convgrad.ops import layouts, onednn_available, reduction
+from convgrad.ops import layouts, onednn_available, parallel, reduction, reduction_loops
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -23,16 +23,32 @@ def _cl(shape):
     return a
 
 
+def _within_torch(ours, t32, t64):
+    """convgrad's float32 error against float64 at most twice torch float32's (floor: one
+    float32 rounding)."""
+    t64 = np.asarray(t64, np.float64)
+    scale = np.abs(t64).max()
+    err = np.abs(np.asarray(ours, np.float64) - t64).max() / scale
+    torch_err = np.abs(np.asarray(t32, np.float64) - t64).max() / scale
+    assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+
+
 @needs_onednn
 def test_a_transposed_convolution_with_bias_stays_channels_last():
     x = _cl((2, 8, 5, 6, 4))
     up = nn.ConvTranspose3d(8, 4, 2, stride=2)
-    y = up(cg.tensor(x))
+    with cg.profile() as prof:
+        y = up(cg.tensor(x))
     assert layouts.is_channels_last(y.data)
-    ref = TF.conv_transpose3d(torch.tensor(np.ascontiguousarray(x), dtype=torch.float64),
-                              torch.tensor(up.weight.data, dtype=torch.float64),
-                              torch.tensor(up.bias.data, dtype=torch.float64), stride=2)
-    np.testing.assert_allclose(y.data, ref.numpy(), rtol=0, atol=1e-5 * ref.abs().max().item())
+    assert all(e.algorithm.startswith("onednn") for e in prof.of("conv"))
+    assert not [e for e in prof.of("layout") if e.name == "copy"]
+
+    def ref(dtype):
+        return TF.conv_transpose3d(
+            torch.tensor(np.ascontiguousarray(x), dtype=dtype),
+            torch.tensor(up.weight.data, dtype=dtype), torch.tensor(up.bias.data, dtype=dtype),
+            stride=2).double().numpy()
+    _within_torch(y.data, ref(torch.float32), ref(torch.float64))
 
 
 def test_clone_preserves_the_memory_format():
@@ -56,15 +72,42 @@ def test_a_concatenations_gradient_slices_reach_onednn_without_a_copy():
     with cg.profile() as prof:
         y.backward(cg.tensor(g))
     assert not [e for e in prof.of("layout") if e.name == "copy"]
+    grads = [e for e in prof.of("conv") if e.name != "conv_bias_grad"]
+    assert grads and all(e.algorithm.startswith("onednn") for e in grads)
     assert layouts.is_channels_last(ts[0].grad.data)
-    tt = [torch.tensor(np.ascontiguousarray(v), dtype=torch.float64, requires_grad=True)
-          for v in (a_in, b, w_up, w)]
-    ty = TF.conv3d(torch.cat([TF.conv_transpose3d(tt[0], tt[2], stride=2), tt[1]], 1), tt[3],
-                   padding=1)
-    ty.backward(torch.tensor(g, dtype=torch.float64))
-    for ours, ref in zip(ts, tt):
-        r = ref.grad.numpy()
-        np.testing.assert_allclose(ours.grad.data, r, rtol=0, atol=2e-5 * np.abs(r).max())
+
+    def torch_grads(dtype):
+        tt = [torch.tensor(np.ascontiguousarray(v), dtype=dtype, requires_grad=True)
+              for v in (a_in, b, w_up, w)]
+        ty = TF.conv3d(torch.cat([TF.conv_transpose3d(tt[0], tt[2], stride=2), tt[1]], 1),
+                       tt[3], padding=1)
+        ty.backward(torch.tensor(g, dtype=dtype))
+        return [t.grad.double().numpy() for t in tt]
+    # the activations' gradients and the transposed convolution's weight gradient (its
+    # inputs the strided slices); the 3-D convolution's weight gradient, whose inputs are
+    # dense, has its own (failing) test below
+    for ours, t32, t64 in list(zip(ts, torch_grads(torch.float32), torch_grads(torch.float64)))[:3]:
+        _within_torch(ours.grad.data, t32, t64)
+
+
+@needs_onednn
+@pytest.mark.xfail(strict=True, reason="oneDNN's 3-D weight gradient (jit:avx512_core) sums "
+                   "less accurately than torch's on small volumes: 5.6e-7 against 0.9-1.1e-7")
+def test_a_small_3d_weight_gradient_is_as_accurate_as_torchs():
+    x, w = _cl((2, 12, 8, 8, 8)), RNG.standard_normal((6, 12, 3, 3, 3)).astype(np.float32)
+    ws = cg.tensor(w, requires_grad=True)
+    y = F.conv3d(cg.tensor(x), ws, padding=1)
+    g = _cl(y.shape)
+    with cg.profile() as prof:
+        y.backward(cg.tensor(g))
+    assert [e.algorithm.split(":")[0] for e in prof.of("conv")] == ["onednn"]
+
+    def torch_grad(dtype):
+        wt = torch.tensor(w, dtype=dtype, requires_grad=True)
+        TF.conv3d(torch.tensor(np.ascontiguousarray(x), dtype=dtype), wt, padding=1).backward(
+            torch.tensor(np.ascontiguousarray(g), dtype=dtype))
+        return wt.grad.double().numpy()
+    _within_torch(ws.grad.data, torch_grad(torch.float32), torch_grad(torch.float64))
 
 
 @needs_onednn
@@ -73,22 +116,41 @@ def test_a_few_channel_gradient_into_the_head_comes_back_channels_last():
     head = nn.Conv2d(16, 3, 1)
     y = head(x)
     g = np.ascontiguousarray(RNG.standard_normal(y.shape).astype(np.float32))  # NCHW
-    y.backward(cg.tensor(g))
+    with cg.profile() as prof:
+        y.backward(cg.tensor(g))
     assert layouts.is_channels_last(x.grad.data)
-    ref = np.einsum("nohw,oc->nchw", g.astype(np.float64),
-                    head.weight.data[:, :, 0, 0].astype(np.float64))
-    np.testing.assert_allclose(x.grad.data, ref, rtol=0, atol=1e-5 * np.abs(ref).max())
+    (dx,) = [e for e in prof.of("conv") if e.name == "conv_input_grad"]
+    assert dx.algorithm.startswith("onednn")
+
+    def ref(dtype):
+        return np.einsum("nohw,oc->nchw", g.astype(dtype),
+                         head.weight.data[:, :, 0, 0].astype(dtype))
+    t = torch.tensor(g).permute(0, 2, 3, 1) @ torch.tensor(head.weight.data[:, :, 0, 0])
+    _within_torch(x.grad.data, t.permute(0, 3, 1, 2).numpy(), ref(np.float64))
 
 
+@pytest.mark.parametrize("compiled", [True, False])
 @pytest.mark.parametrize("width", [3, 16])
-def test_sums_over_a_channel_slice_of_a_channels_last_array(width):
+def test_sums_over_a_channel_slice_of_a_channels_last_array(width, compiled, monkeypatch):
     """The bias gradient of one part of a concatenation: reduced dims outer, with a row
-    pitch wider than the slice; summed accurately (against float64), as the dense case."""
-    full = _cl((2, 32, 9, 10, 11))
+    pitch wider than the slice; summed in place (the compiled pass, or BLAS block
+    products without Numba) within twice torch float32's error; the compiled pass with
+    the same bits on 1, 2 and 3 threads."""
+    if compiled and reduction_loops.loops() is None:
+        pytest.skip("Numba is not installed")
+    if not compiled:
+        monkeypatch.setattr(reduction_loops, "loops", lambda: None)
+    full = _cl((4, 32, 19, 20, 21))
     part = full[:, 5:5 + width]
     assert not layouts.is_channels_last(part) and not part.flags.c_contiguous
-    got = reduction.total(part, axis=(0, 2, 3, 4))
+    assert reduction._rows(part, (0, 2, 3, 4)) is not None  # read in place, no copy
+    runs = []
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(parallel, "num_threads", lambda t=threads: t)
+        monkeypatch.setattr(reduction, "num_threads", lambda t=threads: t)
+        runs.append(reduction.total(part, axis=(0, 2, 3, 4)))
+    if compiled:  # the BLAS fallback's bits vary with the thread count (a known defect)
+        assert all(np.array_equal(runs[0], r) for r in runs[1:])
     exact = part.astype(np.float64).sum(axis=(0, 2, 3, 4))
-    dense = reduction.total(np.ascontiguousarray(part), axis=(0, 2, 3, 4))
-    scale = np.abs(exact).max()
-    assert np.abs(got - exact).max() <= 4 * max(np.abs(dense - exact).max(), 2**-24 * scale)
+    theirs = torch.from_numpy(part).sum(dim=(0, 2, 3, 4)).numpy()
+    _within_torch(runs[0], theirs, exact)

@@ -163,7 +163,7 @@ def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
                     staged = np.empty_like(x)
                     np.copyto(staged, g)
                     g = staged
-            if (name == "leaky_relu" and ELTWISE.pinned() is None
+            if (name == "leaky_relu" and ELTWISE.pinned() in (None, "numba")
                     and eltwise_loops.loops() is not None):
                 rec.algorithm = "numba"  # torch's gradient at a NaN (oneDNN's is not)
                 out = np.empty_like(x)

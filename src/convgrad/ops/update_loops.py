@@ -106,7 +106,10 @@ def _rules(numba, parallel: bool, dt):
             if decayed and decoupled:  # p.mul_(1 - lr * wd)
                 for i in range(k):
                     pp[i] = pp[i] * decay
-            if not amsgrad:  # m, v and p in one loop (m's two branches: two loops)
+            # m, v and p in one loop, one copy per branch of m's update: with the test
+            # inside one loop (loop-invariant) Adam ran 3.75 ms against 2.9 on DCGAN's
+            # generator, the compiler not hoisting it
+            if not amsgrad:
                 if near:
                     for i in range(k):
                         mi = dt(np.float64(gs[i] - mm[i]) * w + np.float64(mm[i]))
