@@ -12,6 +12,7 @@ import pytest
 
 import convgrad as cg
 from convgrad.metrics import gaussian_filter, gaussian_window, ms_ssim, psnr, ssim
+from convgrad.testing.gradcheck import check
 
 from .tolerances import assert_close
 
@@ -356,11 +357,14 @@ def test_window_gets_no_weight_gradient_kernel():
     with cg.profile() as prof:
         v = ms_ssim(x, b)
         v.backward()
-    # 5 scales x 5 filtered maps x 2 separable passes, + 4 average pools of x and of y
-    # (the pooling family's kernel on oneDNN, else a convolution with a box window)
-    assert prof.count("conv_forward") + prof.count("avg_pool_forward") == 50 + 8
-    # only the maps that depend on x (x, x*x, x*y) need input gradients, + x's 4 pools
-    assert prof.count("conv_input_grad") + prof.count("avg_pool_backward") == 30 + 4
+    # 5 scales x 2 separable passes over the five maps stacked along the batch, + 4
+    # average pools of x and of y (the pooling family's kernel on oneDNN, else a
+    # convolution with a box window)
+    assert prof.count("conv_forward") + prof.count("avg_pool_forward") == 10 + 8
+    stacked = [e.shapes[0][0] for e in prof.events if e.name == "conv_forward"]
+    assert stacked[:2] == [5 * 2, 5 * 2]
+    # the stack's input gradient (it holds x, x*x and x*y), + x's 4 pools
+    assert prof.count("conv_input_grad") + prof.count("avg_pool_backward") == 10 + 4
     assert prof.count("conv_weight_grad") == 0
     assert x.grad is not None
 
@@ -405,3 +409,49 @@ def test_psnr_matches_skimage():
 def test_errors_name_the_problem(call, exc, pattern):
     with pytest.raises(exc, match=pattern):
         call()
+
+
+# ----------------------------------------------------------------------------- SSIM's node
+def _moments(n=2, c=2, size=4, seed=3):
+    """Five filtered moments stacked along the batch, with positive variances."""
+    rng = np.random.default_rng(seed)
+    mu = rng.uniform(0.2, 0.8, (2, n, c, size, size))
+    var = rng.uniform(0.01, 0.05, (2, n, c, size, size))
+    cov = 0.5 * np.sqrt(var[0] * var[1]) * rng.uniform(-1, 1, (n, c, size, size))
+    return np.concatenate([mu[0], mu[1], var[0] + mu[0] ** 2, var[1] + mu[1] ** 2,
+                           cov + mu[0] * mu[1]])
+
+
+def _terms(f):
+    from convgrad.tensor.similarity import SSIMTerms
+
+    return SSIMTerms.apply(f, c1=1e-4, c2=9e-4)
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_ssim_terms_gradients_match_finite_differences(order):
+    # order 1: the node's ndarray backward; order 2: its backward recorded as Tensors
+    f = cg.tensor(_moments(), requires_grad=True)
+    result = check(_terms, [f], order=order, atol=1e-7, rtol=1e-6)
+    assert result.passed, result
+
+
+def test_ssim_terms_fast_and_recorded_backward_agree():
+    f = cg.tensor(_moments(n=3, c=1, size=6), requires_grad=True)
+    v = cg.tensor(np.random.default_rng(0).standard_normal((2, 3, 1)))
+    (fast,) = cg.grad((_terms(f) * v).sum(), [f])
+    (recorded,) = cg.grad((_terms(f) * v).sum(), [f], create_graph=True)
+    assert fast.grad_fn is None and recorded.grad_fn is not None
+    np.testing.assert_allclose(fast.data, recorded.data, rtol=1e-13, atol=1e-15)
+
+
+def test_ssim_terms_equal_the_per_map_formula_against_skimage():
+    # the node's means are the SSIM and cs of each image: scikit-image's, in float64
+    a, b = _pair((1, 1, 40, 44))
+    x = cg.tensor(a, requires_grad=True)
+    with cg.profile() as prof:
+        s = ssim(x, b)
+    assert any(e.name == "conv_forward" and e.shapes[0][0] == 5 for e in prof.events)
+    ref = skimage_metrics.structural_similarity(a[0, 0], b[0, 0], data_range=1.0, win_size=11,
+                                                sigma=1.5, **SKIMAGE_GAUSSIAN)
+    assert abs(s.item() - ref) <= 1e-12

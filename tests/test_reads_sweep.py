@@ -42,6 +42,7 @@ from convgrad.tensor.normalization import (
     GroupNorm,
     Standardize,
 )
+from convgrad.tensor.similarity import SSIMTerms
 
 RNG = np.random.default_rng(0)
 
@@ -147,6 +148,7 @@ SAMPLES = {
     Softplus: (lambda a: Softplus.apply(a, beta=1.0, threshold=20.0), [arr(2, 3)]),
     LogSigmoid: (lambda a: LogSigmoid.apply(a), [arr(2, 3)]),
     SiLU: (lambda a: SiLU.apply(a), [arr(2, 3)]),
+    SSIMTerms: (lambda f: SSIMTerms.apply(f, c1=1e-4, c2=9e-4), [arr(10, 2, 3, 3, low=0.1)]),
     GELU: (lambda a: GELU.apply(a), [arr(2, 3)]),
     GELUTanh: (lambda a: GELUTanh.apply(a), [arr(2, 3)]),
     Hardswish: (lambda a: Hardswish.apply(a), [arr(2, 3)]),

@@ -39,7 +39,8 @@ import numpy as np
 
 from ..functional import conv as Fc
 from ..functional import pooling as Fp
-from ..tensor import Tensor, as_tensor
+from ..tensor import Tensor, as_tensor, cat
+from ..tensor.similarity import SSIMTerms, ssim_maps
 
 __all__ = ["MS_SSIM_WEIGHTS", "gaussian_filter", "gaussian_window", "ms_ssim", "psnr", "ssim"]
 
@@ -146,16 +147,19 @@ def _inputs(x: Any, y: Any, data_range: Any, K: Any, fn: str) -> tuple[Tensor, T
 
 def _ssim_terms(x: Tensor, y: Tensor, win: np.ndarray, data_range: float, K: Sequence
                 ) -> tuple[Tensor, Tensor]:
-    """(ssim, cs), each (N, C): the means of the SSIM and contrast-structure maps."""
+    """(ssim, cs), each (N, C): the means of the SSIM and contrast-structure maps.
+
+    The five moments are filtered as one stack along the batch (one filtering, not
+    five) and combined by one :class:`SSIMTerms` node; lazy (dask) images filter and
+    combine each moment as Tensor operations, the same formula.
+    """
     c1 = (K[0] * data_range) ** 2
     c2 = (K[1] * data_range) ** 2
-    mu1, mu2 = gaussian_filter(x, win), gaussian_filter(y, win)
-    mu1_sq, mu2_sq, mu1_mu2 = mu1**2, mu2**2, mu1 * mu2
-    sigma1_sq = gaussian_filter(x * x, win) - mu1_sq
-    sigma2_sq = gaussian_filter(y * y, win) - mu2_sq
-    sigma12 = gaussian_filter(x * y, win) - mu1_mu2
-    cs_map = (2 * sigma12 + c2) / (sigma1_sq + sigma2_sq + c2)
-    ssim_map = ((2 * mu1_mu2 + c1) / (mu1_sq + mu2_sq + c1)) * cs_map
+    moments = (x, y, x * x, y * y, x * y)
+    if all(isinstance(t.data, np.ndarray) for t in (x, y)):
+        terms = SSIMTerms.apply(gaussian_filter(cat(moments, 0), win), c1=c1, c2=c2)
+        return terms[0], terms[1]
+    ssim_map, cs_map = ssim_maps(*(gaussian_filter(m, win) for m in moments), c1, c2)
     return ssim_map.flatten(2).mean(-1), cs_map.flatten(2).mean(-1)
 
 
