@@ -127,19 +127,29 @@ def test_disabled_or_broken_library_falls_back_to_numpy(env):
 
 
 @needs_onednn
-def test_window_input_gradients_run_the_direct_loops():
-    """A few one-channel groups (an SSIM window): the direct loops beat oneDNN's
-    backward-data (measured; see dispatch.DIRECT_INPUT_GRAD_MAX_GROUPS)."""
+@pytest.mark.parametrize("shape, taps, groups, forward, input_grad", [
+    ((2, 3, 40, 40), (5, 1), 3, "onednn", "onednn"),   # small: the direct loops' start loses
+    ((4, 3, 96, 96), (5, 1), 3, "direct", "onednn"),   # 1-D, three groups: backward-data
+    ((4, 3, 64, 64), (5, 5), 3, "direct", "direct"),   # 2-D, three groups: the direct loops
+    ((16, 1, 96, 96), (5, 1), 1, "direct", "direct"),  # one channel, large: the direct loops
+    ((8, 1, 24, 24), (5, 1), 1, "onednn", "onednn"),   # one channel, small: oneDNN's GEMM
+])
+def test_window_passes_run_where_measured_fastest(shape, taps, groups, forward, input_grad):
+    """A few one-channel groups (an SSIM window): the direct loops or oneDNN per pass
+    and size (measured; see dispatch.DIRECT_ONE_CHANNEL_MIN_MACS)."""
     pytest.importorskip("numba")
-    x = cg.randn(2, 3, 40, 40, rng=3, requires_grad=True)
-    win = np.full((3, 1, 5, 1), 0.2, np.float32)
+    x = cg.randn(*shape, rng=3, requires_grad=True)
+    win = np.full((groups, 1, *taps), 0.2, np.float32)
     with cg.profile() as prof:
-        y = F.conv2d(x, win, groups=3)
+        y = F.conv2d(x, win, groups=groups)
         y.sum().backward()
-    algos = {e.name: e.algorithm for e in prof.of("conv")}
-    assert algos["conv_forward"].startswith("onednn:")
-    assert algos["conv_input_grad"] == "direct"
+    algos = {e.name: e.algorithm.split(":")[0] for e in prof.of("conv")}
+    assert (algos["conv_forward"], algos["conv_input_grad"]) == (forward, input_grad)
     tx = torch.tensor(x.data, dtype=torch.float64, requires_grad=True)
     tw = torch.tensor(win, dtype=torch.float64)
-    torch.nn.functional.conv2d(tx, tw, groups=3).sum().backward()
-    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-5, atol=1e-6)
+    ty = torch.nn.functional.conv2d(tx, tw, groups=groups)
+    ty.sum().backward()
+    t32 = torch.nn.functional.conv2d(torch.tensor(x.data), torch.tensor(win), groups=groups)
+    ref = ty.detach().numpy()
+    assert np.abs(y.data - ref).max() <= 2 * max(np.abs(t32.numpy() - ref).max(), 1e-7)
+    np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-6, atol=1e-6)

@@ -294,19 +294,34 @@ def _dense(a: np.ndarray) -> np.ndarray | None:
         return np.ascontiguousarray(a)
 
 
-# oneDNN's backward-data is slow for a few groups of one channel each (the windows of
-# SSIM and MS-SSIM): measured, ms, oneDNN vs the direct loops: 5-tap window on
-# (8, 1, 96, 96) 1.88 vs 0.17; 1x11 on (1, 3, 600, 900) 9.3 vs 3.8; 11x1 on
-# (4, 3, 256, 256) 4.1 vs 4.4; 8 groups 0.63 vs 0.42; but 128 groups (W4) 3.6 vs 11.9.
-DIRECT_INPUT_GRAD_MAX_GROUPS = 8
+# One channel per group (the windows of SSIM and MS-SSIM), at most this many groups: the
+# direct loops read the slab in place but cost ~0.1 ms to start; oneDNN pads each
+# group's channel to its channel block (one channel in all it reads the arrays as they
+# lie and runs a GEMM).  Measured (2 threads, AVX-512 EPYC, interleaved), ms, oneDNN /
+# direct, forward and input gradient: one channel, 5-tap window, (40, 1, 96, 96) 0.61 /
+# 0.31 and 0.71 / 0.36, (40, 1, 48, 48) 0.18 / 0.16 and 0.21 / 0.18, (40, 1, 24, 24)
+# 0.08 / 0.12 and 0.10 / 0.13; three groups, 11-tap 1-D window, (20, 3, 256, 256) 9.5 /
+# 3.8 and 4.3 / 5.3, (20, 3, 32, 32) 0.19 / 0.15 and 0.12 / 0.18, 1x11 on (5, 3, 600,
+# 900) 16.7 / 8.1 and 8.7 / 10.7; three groups, 2-D windows, (4, 3, 64, 64) 3x3 0.19 /
+# 0.24 (both passes), 5x5 0.31 / 0.29, 11x11 on (4, 3, 256, 256) 13.7 / 4.8 (both).
+# 128 groups (W4): oneDNN's depthwise kernels, 3.6 against 11.9.
+DIRECT_ONE_CHANNEL_MAX_GROUPS = 8
+# below this many multiply-adds the direct loops' start costs more than oneDNN's kernel
+DIRECT_ONE_CHANNEL_MIN_MACS = 1 << 19
 
 
-def _direct_beats_onednn(pass_: Pass, rhs: np.ndarray, spec: ConvSpec) -> bool:
-    if pass_ != Pass.INPUT_GRAD:
-        return False
+def _direct_beats_onednn(pass_: Pass, rhs: np.ndarray, out_shape: tuple,
+                         spec: ConvSpec) -> bool:
     one_channel = rhs.shape[0] == spec.groups and rhs.shape[1] == 1  # C = O = 1 per group
+    if not one_channel or spec.groups > DIRECT_ONE_CHANNEL_MAX_GROUPS:
+        return False
+    taps = rhs.shape[2:]
+    if pass_ == Pass.WEIGHT_GRAD or prod(out_shape) * prod(taps) < DIRECT_ONE_CHANNEL_MIN_MACS:
+        return False
+    if pass_ == Pass.INPUT_GRAD and spec.groups > 1 and sum(k > 1 for k in taps) < 2:
+        return False  # a 1-D window over several groups: oneDNN's backward-data
     # the shape first: asking whether Numba is installed imports it (~0.4 s)
-    return one_channel and spec.groups <= DIRECT_INPUT_GRAD_MAX_GROUPS and _direct_enabled()
+    return _direct_enabled()
 
 
 def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
@@ -315,7 +330,7 @@ def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple
     pinned = CONV.pinned()
     if pinned not in (None, "onednn"):
         return None
-    if pinned is None and _direct_beats_onednn(pass_, rhs, spec):
+    if pinned is None and _direct_beats_onednn(pass_, rhs, out_shape, spec):
         return None
     if lhs.dtype != np.float32 or rhs.dtype != np.float32 or not onednn.available():
         return None
