@@ -384,6 +384,9 @@ def test_bench_networks_and_seed_end_to_end(monkeypatch, tmp_path, capsys):
                                      ["S1", "fwd+bwd"]]
     assert all("ok" in r for r in rows), rows
     assert "cg/torch_cl" in text
+    bounds = text[text.index("convolution bound"):].splitlines()[1:3]
+    assert [ln.split(":")[0].strip() for ln in bounds] == ["N1", "N2"]
+    assert all("x torch eager" in ln for ln in bounds), bounds
 
     data = json.loads(out.read_text())
     assert data["agreement"] is True and data["failures"] == []
@@ -398,6 +401,7 @@ def test_bench_networks_and_seed_end_to_end(monkeypatch, tmp_path, capsys):
         assert step["checks"]["torch_cl"]["agree"] is True
         assert step["checks"]["torch"]["measure"]["loss"] == "relative max-norm"
         assert by_id[wid]["fwd_flops"] is None
+        assert step["conv_gflop"] > 0
     s1 = by_id["S1"]["passes"]
     assert set(s1) == {"fwd", "fwd+bwd"} and set(s1["fwd+bwd"]["ratio"]) == {"torch"}
     assert s1["fwd+bwd"]["agree"] is True
@@ -461,3 +465,41 @@ def test_memory_cli_runs_convgrad_in_a_subprocess(monkeypatch, tmp_path, capsys)
     assert row["impl"] == "convgrad" and row["workload"] == "W1" and row["method"]
     # the output and three gradients are held at the end, so the peak is at least that
     assert row["result_bytes"] > 0 and row["first_bytes"] >= row["result_bytes"]
+
+
+def test_conv_bound_is_the_flops_at_the_faster_ceiling():
+    from convgrad.ops.profiler import Event
+
+    r = runner.PassResult(_workload("N1"), "step")
+    assert runner.conv_bound_ms(r, 200.0) is None  # no profiled step
+    events = [Event("conv_forward", 0.002, 4 * 10**8, (), family="conv"),      # 200 GFLOP/s
+              Event("conv_weight_grad", 0.001, 3 * 10**8, (), family="conv"),  # 300 GFLOP/s
+              Event("conv_input_grad", 1e-7, 10**6, (), family="conv"),        # too short
+              Event("conv_bias_grad", 1e-7, 10**8, (), family="conv"),         # a sum
+              Event("relu_forward", 0.001, 10**9, (), family="eltwise")]       # no convolution
+    runner._conv_work(r, events)
+    assert r.conv_flops == 7 * 10**8 + 10**6
+    assert r.conv_best_rate == pytest.approx(3e11)
+    assert runner.conv_bound_ms(r, 200.0) == pytest.approx(r.conv_flops / 3e11 * 1e3)
+    assert runner.conv_bound_ms(r, 500.0) == pytest.approx(r.conv_flops / 5e11 * 1e3)
+    r.times = {"convgrad": [0.004], "torch": [0.003]}
+    text = report.format_bounds([r], {"gflops": 200.0})
+    assert "N1: 0.70 GFLOP at 300 GFLOP/s: >= 2.3 ms = 0.78x torch eager" in text
+    assert "within reach" in text
+    r.times["torch"] = [0.0025]
+    assert "out of reach" in report.format_bounds([r], {"gflops": 200.0})
+
+
+def test_network_conv_flops_count_every_pass_that_ran():
+    """N1's profiled step: forward, weight gradient and input gradient of each convolution,
+    but no input gradient into the image (the oracle: the layers' shapes and the FLOP
+    formula, counted by hand)."""
+    w = _workload("N1").shrunk(quick=True, tiny=True)
+    r = runner.run_pass(w, "step", [peers.ConvgradImpl()], inputs.make_inputs(w), runs=1)
+    n, _, h, wd = w.x_shape
+    fwd = []
+    for c_in, c_out, stride in networks.CLASSIFIER_CONVS:
+        h, wd = -(-h // stride), -(-wd // stride)
+        fwd.append(2 * n * c_out * h * wd * c_in * 9)
+    assert r.conv_flops == 3 * sum(fwd) - fwd[0]
+    assert max(fwd) < runner.BOUND_MIN_FLOPS and r.conv_best_rate == 0  # none long enough

@@ -188,6 +188,7 @@ def _report(args: Any, s: _Session, ran: _Ran) -> int:
     """Print the tables, write the files asked for; the exit code of the agreement."""
     from .report import (
         build_json,
+        format_bounds,
         format_environment,
         format_first_steps,
         format_peak,
@@ -207,6 +208,9 @@ def _report(args: Any, s: _Session, ran: _Ran) -> int:
         print(first, file=out)
     print(file=out)
     print(format_peak(ran.peak, results, peers), file=out)
+    bounds = format_bounds(results, ran.peak)
+    if bounds:
+        print(bounds, file=out)
     print(format_environment(ran.env), file=out)
     for wid, reason in ran.skipped_workloads.items():
         print(f"skipped {wid}: {reason}", file=out)

@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Sequence
 
-from .runner import TOLERANCE, PassResult
+from .runner import TOLERANCE, PassResult, conv_bound_ms
 
 __all__ = ["SCHEMA", "format_table", "format_first_steps", "format_peak", "format_environment",
            "mismatch_lines", "build_json", "write_json", "write_plot"]
@@ -91,6 +91,31 @@ def format_first_steps(results: Sequence[PassResult], peers: Sequence[str]) -> s
     return "\n".join(lines)
 
 
+def format_bounds(results: Sequence[PassResult], peak: dict, target: float = 0.8) -> str:
+    """Per network: the step's convolution work and the shortest step it allows (its
+    FLOPs at the machine's ceiling, everything else free), against torch eager's step;
+    empty when no network step was profiled."""
+    rows = []
+    for r in results:
+        bound = conv_bound_ms(r, peak["gflops"])
+        if not r.workload.is_network or bound is None:
+            continue
+        rate = max(peak["gflops"], r.conv_best_rate / 1e9)
+        ours, theirs = r.median_ms("convgrad"), r.median_ms("torch")
+        conv_s = f"{r.conv_flops / 1e9:.2f} GFLOP at {rate:.0f} GFLOP/s: >= {bound:.1f} ms"
+        if theirs:
+            verdict = "within reach" if bound <= target * theirs else "out of reach"
+            conv_s += (f" = {bound / theirs:.2f}x torch eager ({theirs:.1f} ms); {target}x "
+                       f"{verdict}")
+        if ours:
+            conv_s += f"; convgrad's step {ours:.1f} ms"
+        rows.append(f"  {r.workload.id}: {conv_s}")
+    if not rows:
+        return ""
+    return "\n".join(["convolution bound: a step's convolution FLOPs at the faster of the "
+                      "matmul ceiling and its own fastest convolution, all else free:", *rows])
+
+
 def format_peak(peak: dict, results: Sequence[PassResult], peers: Sequence[str],
                 ids: Sequence[str] = ("W1", "W2")) -> str:
     lines = [f"NumPy float32 matmul {peak['n']}^3: {peak['gflops']:.1f} GFLOP/s "
@@ -171,6 +196,8 @@ def pass_json(r: PassResult, peers: Sequence[str]) -> dict:
         "kernel_calls": r.kernel_calls,
         "first_step_ms": ({n: t * 1e3 for n, t in r.first.items()}
                           if r.workload.is_network else {}),
+        "conv_gflop": r.conv_flops / 1e9 if r.conv_flops else None,
+        "conv_best_gflops": r.conv_best_rate / 1e9 if r.conv_best_rate else None,
         "skipped": r.skipped,
         "errors": r.errors,
     }

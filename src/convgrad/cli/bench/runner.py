@@ -21,6 +21,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -84,6 +85,10 @@ class PassResult:
     kernel_calls: dict[str, int] = field(default_factory=dict)
     # seconds of the very first run (plans, caches, compilation included), per implementation
     first: dict[str, float] = field(default_factory=dict)
+    # a network step's convolutions, from one profiled warm step of convgrad: their FLOPs
+    # and the fastest rate (FLOP/s) any of them ran at (see :func:`conv_bound_ms`)
+    conv_flops: int = 0
+    conv_best_rate: float = 0.0
 
     def median_ms(self, name: str) -> float | None:
         t = self.times.get(name)
@@ -176,6 +181,10 @@ def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: 
             del out
             for _ in range(max(0, warmup - 1)):
                 fn()
+            if name == "convgrad" and w.is_network:
+                with profile() as prof:
+                    fn()
+                _conv_work(res, prof.events)
         except Exception as e:
             res.errors[name] = f"run failed: {_error_text(e)}"
             del prepared[name]
@@ -210,6 +219,29 @@ def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: 
         if tick is not None:
             tick()
     return res
+
+
+#: a convolution counts towards the fastest rate only with this much work (a short one's
+#: timer resolution inflates its rate)
+BOUND_MIN_FLOPS = 10**8
+CONV_PASSES = ("conv_forward", "conv_input_grad", "conv_weight_grad")
+
+
+def _conv_work(res: PassResult, events: Sequence[Any]) -> None:
+    """A warm step's convolution FLOPs (the three passes; a bias gradient is a sum) and
+    the fastest rate among its large convolutions."""
+    conv = [e for e in events if e.name in CONV_PASSES and e.flops]
+    res.conv_flops = sum(e.flops for e in conv)
+    res.conv_best_rate = max((e.flops / e.seconds for e in conv
+                              if e.flops >= BOUND_MIN_FLOPS and e.seconds > 0), default=0.0)
+
+
+def conv_bound_ms(res: PassResult, ceiling_gflops: float) -> float | None:
+    """The shortest a step can take with its convolutions as they are: their FLOPs at the
+    faster of ``ceiling_gflops`` (the machine's matmul) and the fastest rate any of its
+    own convolutions reached, with everything else free.  None without a profiled step."""
+    rate = max(ceiling_gflops * 1e9, res.conv_best_rate)
+    return res.conv_flops / rate * 1e3 if res.conv_flops and rate > 0 else None
 
 
 # ----------------------------------------------------------------------------- machine
