@@ -153,3 +153,20 @@ def test_window_passes_run_where_measured_fastest(shape, taps, groups, forward, 
     ref = ty.detach().numpy()
     assert np.abs(y.data - ref).max() <= 2 * max(np.abs(t32.numpy() - ref).max(), 1e-7)
     np.testing.assert_allclose(x.grad.data, tx.grad.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_warm_up_loads_the_direct_loops_that_windows_run():
+    """The background warm-up calls the float32 row loops, serial and parallel, so a
+    network's first MS-SSIM window does not load them from Numba's cache (and their
+    result on the tiny arrays is the window's sum)."""
+    pytest.importorskip("numba")
+    from convgrad.ops import direct, jit
+
+    assert direct._exercise in jit._exercises
+    direct._exercise()
+    assert {("rows", False, False), ("rows", True, False)} <= set(direct._kernels)
+    x = np.arange(36, dtype=np.float32).reshape(1, 1, 1, 6, 6)
+    out = np.empty((1, 1, 1, 4, 6), np.float32)
+    direct.direct_conv(x, np.ones((1, 1, 1, 3, 1), np.float32), out, (1, 1), (0, 0), (1, 1),
+                       1 << 20, "rows", True, False)
+    np.testing.assert_array_equal(out[0, 0, 0], x[0, 0, 0, :4] + x[0, 0, 0, 1:5] + x[0, 0, 0, 2:])

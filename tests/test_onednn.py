@@ -534,3 +534,40 @@ def test_layout_helpers():
     assert not layouts.is_channels_last(layouts.empty((2, 3, 4, 5)))
     assert not layouts.is_channels_last(np.empty((2, 1, 4, 5)))  # one channel: both layouts
     assert layouts.is_channels_last(layouts.empty((2, 3, 7), channels_last=True))
+
+
+@pytest.mark.parametrize("env", [{}, {"CONVGRAD_ONEDNN": "0"}])
+def test_building_a_network_warms_onednn_up_in_the_background(env):
+    """A convolution layer starts one background thread that loads oneDNN and runs a
+    one-channel convolution both ways (oneDNN's GEMM kernels are compiled on their first
+    use); with oneDNN off it does nothing.  Checked in a fresh process: the plans it left
+    in the cache, and the layer's own result against torch."""
+    code = textwrap.dedent("""
+        import json, threading, numpy as np, convgrad as cg
+        from convgrad.ops import onednn
+        assert onednn.cache_info()["plans"] == 0
+        conv = cg.nn.Conv2d(1, 1, (3, 1), bias=False)
+        cg.nn.Conv2d(1, 1, 3)  # a second layer starts no second thread
+        names = [t.name for t in threading.enumerate() if "onednn" in t.name]
+        for t in threading.enumerate():
+            if t.name == "convgrad-onednn-warm-up":
+                t.join()
+        x = np.arange(64, dtype=np.float32).reshape(1, 1, 8, 8)
+        y = conv(cg.tensor(x)).data
+        info = onednn.cache_info()
+        print(json.dumps({"threads": names, "plans": info["plans"], "hits": info["hits"],
+                          "w": conv.weight.data.ravel().tolist(), "y": y.ravel().tolist()}))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env},
+                         capture_output=True, text=True, check=True).stdout
+    got = json.loads(out)
+    assert len(got["threads"]) <= 1
+    if env:
+        assert got["plans"] == got["hits"] == 0
+    else:  # the warm-up's two passes; the layer's forward of the same shapes is the first
+        assert got["plans"] == 2 and got["hits"] >= 1
+    torch = pytest.importorskip("torch")
+    w = torch.tensor(got["w"], dtype=torch.float64).reshape(1, 1, 3, 1)
+    x = torch.arange(64, dtype=torch.float64).reshape(1, 1, 8, 8)
+    ref = torch.nn.functional.conv2d(x, w).numpy().ravel()
+    np.testing.assert_allclose(got["y"], ref, rtol=1e-6, atol=1e-4)

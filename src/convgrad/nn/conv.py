@@ -21,7 +21,7 @@ import numpy as np
 
 from ..functional.conv import convolve
 from ..functional.conv_args import conv_args, per_dim, transpose_args
-from ..ops import fft, jit
+from ..ops import fft, jit, onednn
 from ..ops.dispatch import FFT_MIN_TAPS
 from ..tensor import Tensor
 from ..tensor.args import check_dtype
@@ -51,6 +51,7 @@ class _ConvNd(Module):
                  dtype: Any, rng: Any) -> None:
         super().__init__()
         jit.warm_up()  # a network is being built: its kernels load in the background
+        onednn.warm_up()
         fn, nd = type(self).__name__, self._nd
         self.in_channels = _positive_int("in_channels", in_channels, fn)
         self.out_channels = _positive_int("out_channels", out_channels, fn)

@@ -142,3 +142,15 @@ def _run(kernel, loop: str, slab: np.ndarray, w: np.ndarray, out: np.ndarray, st
         tap_rows = _offsets(tuple(S), dil[:-1] + (0,), tuple(K[:-1]) + (1,))
         kernel(slab_f, wf, res, row, tap_rows, K[-1], dil[-1], stride[-1])
     out[...] = res.reshape(B, G, O, *P)
+
+
+@jit.exercise
+def _exercise() -> None:
+    """The float32 loops along output rows, serial and parallel, once on tiny arrays
+    (:func:`.jit.warm_up`): their first call in a training step loaded them from Numba's
+    cache, 6-8 ms each (MS-SSIM's windows in the demo's first step)."""
+    x = np.ones((1, 1, 1, 6, 6), np.float32)
+    w = np.ones((1, 1, 1, 3, 1), np.float32)
+    out = np.empty((1, 1, 1, 4, 6), np.float32)
+    for parallel in (False, True):
+        direct_conv(x, w, out, (1, 1), (0, 0), (1, 1), 1 << 20, "rows", parallel, False)
