@@ -5,6 +5,9 @@
   else 0`` is ``np.maximum(x, 0)`` bit for bit (NaN kept, -0 to +0).
 * LeakyReLU's backward: oneDNN's passes a NaN input's gradient through unscaled, torch
   scales it by the slope.  ``g if x > 0 else g * slope`` is the NumPy rule bit for bit.
+* ReLU's backward from the output ``y``: ``g if y > 0 or y != y else 0`` (NaN passes its
+  gradient, as torch), the NumPy rule bit for bit; oneDNN's took 0.56 ms on 2M elements,
+  this loop 0.21 (torch 0.17-0.29), measured interleaved on 2 threads.
 
 Flat dense arrays of one layout, in blocks of :data:`BLOCK` elements in a ``prange``
 (serial where Numba's threading layer is its work queue).
@@ -23,8 +26,8 @@ BLOCK = 1 << 14
 
 
 def _compile(numba) -> dict:
-    """``{"relu": ..., "leaky_relu_grad": ...}`` compiled: what ``loops()`` returns (None
-    without Numba)."""
+    """``{"relu": ..., "leaky_relu_grad": ..., "relu_grad": ...}`` compiled: what
+    ``loops()`` returns (None without Numba)."""
     prange = numba.prange if jit.thread_safe() else range
 
     @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
@@ -46,7 +49,17 @@ def _compile(numba) -> dict:
             for i in range(hi - lo):
                 os_[i] = gs[i] if xs[i] > 0 else gs[i] * slope
 
-    return {"relu": relu, "leaky_relu_grad": leaky_relu_grad}
+    @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
+    def relu_grad(g, y, gx):
+        n = y.size
+        for b in prange((n + BLOCK - 1) // BLOCK):
+            lo, hi = b * BLOCK, min(n, b * BLOCK + BLOCK)
+            gs, ys, os_ = g[lo:hi], y[lo:hi], gx[lo:hi]
+            for i in range(hi - lo):
+                v = ys[i]
+                os_[i] = gs[i] if (v > 0 or v != v) else np.float32(0)
+
+    return {"relu": relu, "leaky_relu_grad": leaky_relu_grad, "relu_grad": relu_grad}
 
 
 #: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)
