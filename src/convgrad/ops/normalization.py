@@ -113,11 +113,14 @@ class _Chunks:
     the result does not depend on the thread count.
     """
 
-    def __init__(self, x: np.ndarray, rows: bool):
-        self.rows, self.c, self.size = rows, x.shape[1], x.size
+    def __init__(self, shape: tuple, rows: bool):
+        size = prod(shape)
+        self.rows, self.c, self.size = rows, shape[1], size
         c = self.c
+        # channels last: the dims' order that puts C innermost (a transpose, no copy)
+        self._order = (0, *range(2, len(shape)), 1)
         if rows:
-            r = x.size // c
+            r = size // c
             block = reduction.BLOCK_ROWS
             width = c if block * c <= CHUNK else max(1, CHUNK // block)
             step = max(block, CHUNK // c // block * block)
@@ -125,7 +128,7 @@ class _Chunks:
                           for b in range(0, c, width) for a in range(0, r, step)]
             self.width, self.span = min(width, c), min(step, r)  # the largest chunk's
         else:
-            n, s = x.shape[0], x.size // (x.shape[0] * c)
+            n, s = shape[0], size // (shape[0] * c)
             ss = min(s, CHUNK)
             nn = min(n, max(1, CHUNK // ss))
             cc = min(c, max(1, CHUNK // (nn * ss)))
@@ -134,8 +137,8 @@ class _Chunks:
                           for b in range(0, c, cc) for i in range(0, n, nn)
                           for a in range(0, s, ss)]
             self.width, self.samples, self.span = cc, nn, ss  # the largest chunk's
-        self.most = min(CHUNK, x.size)
-        dims = (x.size // c, c) if rows else (x.shape[0], c, x.size // (x.shape[0] * c))
+        self.most = min(CHUNK, size)
+        dims = (size // c, c) if rows else (shape[0], c, size // (shape[0] * c))
         #: each chunk's index ranges in the view, flat (start, stop, start, stop, ...)
         self.bounds = [tuple(v for k, d in zip(key, dims) for v in (k.start, min(k.stop, d)))
                        for key, _ in self.parts]
@@ -152,7 +155,7 @@ class _Chunks:
     def view(self, a: np.ndarray) -> np.ndarray:
         """``a`` (x's shape and strides) as the (rows, C) or (N, C, S) array, no copy."""
         if self.rows:
-            return np.reshape(np.moveaxis(a, 1, -1), (-1, self.c), copy=False)
+            return np.reshape(a.transpose(self._order), (-1, self.c), copy=False)
         return np.reshape(a, (a.shape[0], self.c, -1), copy=False)
 
     def sums(self, a: np.ndarray) -> np.ndarray:
@@ -247,14 +250,33 @@ def _chunks(x: np.ndarray) -> _Chunks | None:
     if pinned == "numpy" or x.dtype is not _F32 or x.ndim < 2 or x.size == 0:
         return None
     if x.flags.c_contiguous:
-        chunks = _Chunks(x, rows=x.size == x.shape[0] * x.shape[1])  # no spatial dims: rows
+        rows = x.size == x.shape[0] * x.shape[1]  # no spatial dims: rows
     elif layouts.is_channels_last(x):
-        chunks = _Chunks(x, rows=True)
+        rows = True
     else:
         return None
-    chunks.loops = None if pinned == "chunked" else loops()
-    chunks.algorithm = "chunked" if chunks.loops is None else "numba"
+    return _cut(x.shape, rows, None if pinned == "chunked" else loops())
+
+
+def _cut(shape: tuple, rows: bool, lp: dict | None) -> _Chunks:
+    """The cut of an array of ``shape`` run by the compiled passes ``lp`` (None: NumPy's),
+    made once per shape: a network's layers call the kernels every step with the same few
+    shapes, and cutting took 6-25 us a call.  (A cut holds its ``lp``, so the identity in
+    the key is never reused by another.)"""
+    key = (shape, rows, None if lp is None else id(lp))
+    chunks = _cuts.get(key)
+    if chunks is None:
+        chunks = _Chunks(shape, rows)
+        chunks.loops = lp
+        chunks.algorithm = "chunked" if lp is None else "numba"
+        if len(_cuts) >= _CUTS_KEPT:
+            _cuts.clear()
+        _cuts[key] = chunks
     return chunks
+
+
+_cuts: dict = {}
+_CUTS_KEPT = 256  # a network has a few dozen shapes
 
 
 def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
