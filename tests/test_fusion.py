@@ -62,6 +62,28 @@ def test_fused_equals_unfused_bit_for_bit_and_ran_fused(nd, slope, channels_last
     assert not any(a.endswith("+relu") for a in algos0)
 
 
+@pytest.mark.parametrize("slope", [0.0, 0.2])
+def test_the_fused_backward_runs_the_activations_kernel(slope):
+    """A large fused pair's backward masks the gradient with the eltwise family's kernel
+    (the compiled loop where Numba is installed), equal bit for bit to the unfused pair,
+    whose activation's backward runs the same rule on its own node."""
+    from convgrad.ops import jit
+
+    model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1, rng=2), _act(slope))
+    x = RNG.standard_normal((4, 8, 32, 32)).astype(np.float32)
+    x[0, 1, 2, 3] = np.nan
+    y, grads, prof = _run(model, x)
+    y0, grads0, prof0 = _run(model, x, unfused=True)
+    np.testing.assert_array_equal(y, y0)
+    for g, g0 in zip(grads, grads0):
+        np.testing.assert_array_equal(g, g0)
+    name = "relu_backward" if slope == 0 else "leaky_relu_backward"
+    ran = [e.algorithm for e in prof.of("eltwise") if e.name == name]
+    want = "numba" if jit.enabled() else ("onednn" if onednn_available() else "numpy")
+    assert ran == [want], [(e.name, e.algorithm) for e in prof.of("eltwise")]
+    assert ran == [e.algorithm for e in prof0.of("eltwise") if e.name == name]
+
+
 @pytest.mark.skipif(not onednn_available(), reason="the post-op is oneDNN's")
 def test_the_kernel_keeps_nan_for_every_slope():
     from convgrad.ops import ConvSpec

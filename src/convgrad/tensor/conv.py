@@ -29,7 +29,7 @@ import numpy as np
 from ..autograd import OUTPUT, Context, Function
 from ..ops import route
 from ..ops.spec import ConvSpec
-from .elementwise import Where
+from .elementwise import Where, fast_grad
 
 __all__ = ["AddBias", "BiasExpand", "Conv", "ConvBiasGrad", "ConvInputGrad", "ConvReLU",
            "ConvWeightGrad"]
@@ -77,13 +77,16 @@ class ConvReLU(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:
-        above = ctx.output.data > 0
+        z, slope = ctx.output, ctx.slope
         # d relu(y)/dy = 1 where y > 0 (where z > 0), else slope: the ReLU and LeakyReLU
-        # Functions' rules, read from the output (ReLU's passes a NaN's gradient on)
-        if ctx.slope == 0:
-            gy = Where.apply(~(ctx.output.data <= 0), g, 0.0)
+        # Functions' rules, read from the output (ReLU's passes a NaN's gradient on), run
+        # by the eltwise family's kernels (one compiled pass; the mask and product as
+        # NumPy passes took 1.5 ms on DCGAN's (32, 64, 32, 32))
+        if slope == 0:
+            gy = fast_grad("relu", g, z, lambda: Where.apply(~(z.data <= 0), g, 0.0))
         else:
-            gy = g * np.where(above, 1.0, ctx.slope).astype(g.dtype)
+            gy = fast_grad("leaky_relu", g, z, lambda: g * np.where(
+                z.data > 0, 1.0, slope).astype(g.dtype), alpha=slope)
         return _conv_grads(ctx, gy)
 
 
