@@ -137,7 +137,10 @@ def test_disabled_or_broken_library_falls_back_to_numpy(env):
 def test_window_passes_run_where_measured_fastest(shape, taps, groups, forward, input_grad):
     """A few one-channel groups (an SSIM window): the direct loops or oneDNN per pass
     and size (measured; see dispatch.DIRECT_ONE_CHANNEL_MIN_MACS)."""
-    pytest.importorskip("numba")
+    from convgrad.ops import jit
+
+    if not jit.enabled():
+        pytest.skip("the direct loops need Numba")
     x = cg.randn(*shape, rng=3, requires_grad=True)
     win = np.full((groups, 1, *taps), 0.2, np.float32)
     with cg.profile() as prof:
@@ -159,8 +162,10 @@ def test_warm_up_loads_the_direct_loops_that_windows_run():
     """The background warm-up calls the float32 row loops, serial and parallel, so a
     network's first MS-SSIM window does not load them from Numba's cache (and their
     result on the tiny arrays is the window's sum)."""
-    pytest.importorskip("numba")
     from convgrad.ops import direct, jit
+
+    if not jit.enabled():
+        pytest.skip("the direct loops need Numba")
 
     assert direct._exercise in jit._exercises
     direct._exercise()

@@ -79,7 +79,10 @@ def test_the_fused_backward_runs_the_activations_kernel(slope):
         np.testing.assert_array_equal(g, g0)
     name = "relu_backward" if slope == 0 else "leaky_relu_backward"
     ran = [e.algorithm for e in prof.of("eltwise") if e.name == name]
-    want = "numba" if jit.enabled() else ("onednn" if onednn_available() else "numpy")
+    # without Numba: oneDNN's ReLU backward; LeakyReLU's is NumPy's rule (oneDNN's leaves
+    # a NaN input's gradient unscaled)
+    want = "numba" if jit.enabled() else ("onednn" if onednn_available() and slope == 0
+                                          else "numpy")
     assert ran == [want], [(e.name, e.algorithm) for e in prof.of("eltwise")]
     assert ran == [e.algorithm for e in prof0.of("eltwise") if e.name == name]
 

@@ -175,6 +175,10 @@ def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
                     eltwise_loops.loops()["leaky_relu_grad"](_flat(g), _flat(x),
                                                              x.dtype.type(alpha), _flat(out))
                 return out
+            if name == "leaky_relu" and ELTWISE.pinned() != "onednn":
+                # without the loop: NumPy's rule (torch's at a NaN), unless oneDNN is pinned
+                rec.algorithm = "numpy"
+                return reference()
             n = x.size
             plan = _dnnl.plan("backward", ACTIVATIONS[name][1], ((n,),) * 3, ((1,),) * 3,
                               num_threads(), alpha, beta)
