@@ -36,8 +36,26 @@ def _clean_environment() -> dict:
             if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "CONVGRAD_MALLOC"))}
 
 
-def _faults_per_step(**env: str) -> float:
-    out = subprocess.run([sys.executable, "-c", STEPS], env={**_clean_environment(), **env},
+# arrays above glibc's largest memory-map threshold (32 MiB): 40 MiB each, elementwise
+BIG_STEPS = textwrap.dedent("""
+    import resource
+    import convgrad as cg
+    x = cg.randn(10 * 2**20, rng=0, requires_grad=True)
+    def step():
+        y = (x * 1.5).relu()
+        (y * y).mean().backward()
+        x.grad = None
+    for _ in range(2):
+        step()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(5):
+        step()
+    print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5)
+""")
+
+
+def _faults_per_step(code: str = STEPS, **env: str) -> float:
+    out = subprocess.run([sys.executable, "-c", code], env={**_clean_environment(), **env},
                          check=True, capture_output=True, text=True, timeout=300)
     return float(out.stdout.split()[-1])
 
@@ -50,6 +68,17 @@ def test_steps_stop_faulting_their_arrays_in_again():
     in again (thousands of faults per step); with convgrad's they stay."""
     tuned, untuned = _faults_per_step(), _faults_per_step(CONVGRAD_MALLOC="0")
     assert untuned > 1000, untuned
+    assert tuned < untuned / 20, (tuned, untuned)
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
+                    reason="the thresholds are glibc's mallopt parameters")
+def test_arrays_above_the_memory_map_threshold_are_reused_too():
+    """40 MiB arrays: glibc maps each afresh (and faults its pages in) whatever its
+    thresholds; with no memory maps (``M_MMAP_MAX`` 0) they come from the heap too."""
+    tuned, untuned = (_faults_per_step(BIG_STEPS),
+                      _faults_per_step(BIG_STEPS, CONVGRAD_MALLOC="0"))
+    assert untuned > 500, untuned
     assert tuned < untuned / 20, (tuned, untuned)
 
 
