@@ -13,45 +13,42 @@ import pytest
 
 from convgrad.ops import heap
 
-STEPS = textwrap.dedent("""
+# a child's minor page faults per training step, after warm-up steps; {step} defines
+# step(), then {warm} steps and {count} counted ones
+_COUNT = textwrap.dedent("""
     import resource
     import convgrad as cg
     import convgrad.functional as F
+    {step}
+    for _ in range({warm}):
+        step()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range({count}):
+        step()
+    print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / {count})
+""")
+
+STEPS = _COUNT.format(warm=3, count=10, step=textwrap.dedent("""
     x = cg.randn(16, 32, 64, 64, rng=0)
     w = cg.randn(32, 32, 3, 3, rng=1, requires_grad=True)
     def step():
         y = F.conv2d(F.conv2d(x, w, padding=1).relu(), w, padding=1).relu()
         (y * y).mean().backward()
-    for _ in range(3):
-        step()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(10):
-        step()
-    print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10)
-""")
-
-
-def _clean_environment() -> dict:
-    return {k: v for k, v in os.environ.items()
-            if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "CONVGRAD_MALLOC"))}
-
+""").strip())
 
 # arrays above glibc's largest memory-map threshold (32 MiB): 40 MiB each, elementwise
-BIG_STEPS = textwrap.dedent("""
-    import resource
-    import convgrad as cg
+BIG_STEPS = _COUNT.format(warm=2, count=5, step=textwrap.dedent("""
     x = cg.randn(10 * 2**20, rng=0, requires_grad=True)
     def step():
         y = (x * 1.5).relu()
         (y * y).mean().backward()
         x.grad = None
-    for _ in range(2):
-        step()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(5):
-        step()
-    print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5)
-""")
+""").strip())
+
+
+def _clean_environment() -> dict:
+    return {k: v for k, v in os.environ.items()
+            if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "CONVGRAD_MALLOC"))}
 
 
 def _faults_per_step(code: str = STEPS, **env: str) -> float:
