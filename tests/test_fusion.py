@@ -65,18 +65,42 @@ def test_fused_equals_unfused_bit_for_bit_and_ran_fused(nd, slope, channels_last
 @pytest.mark.parametrize("slope", [0.0, 0.2])
 def test_the_fused_backward_runs_the_activations_kernel(slope):
     """A large fused pair's backward masks the gradient with the eltwise family's kernel
-    (the compiled loop where Numba is installed), equal bit for bit to the unfused pair,
-    whose activation's backward runs the same rule on its own node."""
+    (the compiled loop where Numba is installed): against torch, and equal bit for bit
+    to the unfused pair, whose activation's backward runs the same rule on its own node.
+    The loss sum(y v) with a random v gives every element a gradient, masked or not."""
     from convgrad.ops import jit
 
     model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1, rng=2), _act(slope))
-    x = RNG.standard_normal((4, 8, 32, 32)).astype(np.float32)
-    x[0, 1, 2, 3] = np.nan
-    y, grads, prof = _run(model, x)
-    y0, grads0, prof0 = _run(model, x, unfused=True)
-    np.testing.assert_array_equal(y, y0)
+    x = RNG.standard_normal((4, 8, 32, 32)).astype(np.float32)  # NaNs: the tests above
+    v = RNG.standard_normal((4, 16, 32, 32)).astype(np.float32)
+
+    def run(unfused):
+        xt = cg.tensor(x, requires_grad=True)
+        model.zero_grad()
+        with cg.profile() as prof:
+            y = model[1](model[0](xt)) if unfused else model(xt)
+            (y * cg.tensor(v)).sum().backward()
+        return [xt.grad.data, model[0].weight.grad.data, model[0].bias.grad.data], prof
+
+    grads, prof = run(False)
+    grads0, prof0 = run(True)
     for g, g0 in zip(grads, grads0):
         np.testing.assert_array_equal(g, g0)
+    # oracle: torch float64; within twice torch float32's own error on the same values
+    refs = {}
+    for dtype in (torch.float64, torch.float32):
+        tm = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1),
+                                 torch.nn.ReLU() if slope == 0 else torch.nn.LeakyReLU(slope))
+        tm = tm.to(dtype)
+        with torch.no_grad():
+            tm[0].weight.copy_(torch.from_numpy(model[0].weight.data))
+            tm[0].bias.copy_(torch.from_numpy(model[0].bias.data))
+        tx = torch.from_numpy(x).to(dtype).requires_grad_()
+        (tm(tx) * torch.from_numpy(v).to(dtype)).sum().backward()
+        refs[dtype] = [t.grad.double().numpy() for t in (tx, tm[0].weight, tm[0].bias)]
+    for ours, ref, t32 in zip(grads, refs[torch.float64], refs[torch.float32]):
+        err, terr = (np.abs(a - ref).max() for a in (ours, t32))
+        assert err <= 2 * max(terr, 1e-7 * np.abs(ref).max()), (err, terr)
     name = "relu_backward" if slope == 0 else "leaky_relu_backward"
     ran = [e.algorithm for e in prof.of("eltwise") if e.name == name]
     # without Numba: oneDNN's ReLU backward; LeakyReLU's is NumPy's rule (oneDNN's leaves
