@@ -1,10 +1,10 @@
 """Interleaved timing, medians, the agreement check, the matmul ceiling, the environment.
 
-One pass of one workload (:func:`run_pass`): every implementation is prepared
-(inputs copied, functions jitted) outside the timed region, run once untimed (its
-results are kept for the agreement check; convgrad's run is wrapped in
-``convgrad.profile()`` to record which algorithm each kernel used), warmed up, then
-timed round-robin: convgrad, torch, jax, convgrad, torch, jax, ... so that a slow
+One pass of one workload (:func:`run_pass`): each implementation in turn is
+prepared (inputs copied, functions jitted) outside the timed region and at once run
+untimed (its first step; its results are kept for the agreement check; convgrad's run
+is wrapped in ``convgrad.profile()`` to record which algorithm each kernel used) and
+warmed up; then all are timed round-robin: convgrad, torch, jax, convgrad, torch, jax, ... so that a slow
 period of a shared machine hits every implementation alike.  The reported time is
 the median.  A network workload's pass is a training step: each run continues
 training from the last, and the first (from the shared initial weights) is the one
@@ -149,19 +149,22 @@ def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: 
 
     res = PassResult(w, pass_)
     prepared: dict[str, Prepared] = {}
+    # each implementation is prepared right before its untimed first run (results kept
+    # for the agreement check), then warmed up: a peer's preparation must not run into
+    # another's first step (torch.compile's starts compile workers that kept both cores
+    # busy: convgrad's first N3 step measured 344 ms after it, 277 ms without)
+    first: dict[str, dict] = {}
     for impl in impls:
         reason = impl.unsupported(w, pass_)
         if reason:
             res.skipped[impl.name] = reason
             continue
+        name = impl.name
         try:
-            prepared[impl.name] = impl.prepare(w, pass_, inp)
+            fn = prepared[name] = impl.prepare(w, pass_, inp)
         except Exception as e:  # a peer that cannot express the pass must not stop the bench
-            res.errors[impl.name] = f"prepare failed: {_error_text(e)}"
-
-    # untimed first run (results kept for the agreement check), then warm-up runs
-    first: dict[str, dict] = {}
-    for name, fn in list(prepared.items()):
+            res.errors[name] = f"prepare failed: {_error_text(e)}"
+            continue
         try:
             if name == "convgrad":
                 with profile() as prof:
