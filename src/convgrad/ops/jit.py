@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["compiled", "enabled", "exercise", "loader", "lock", "numba", "set_threads",
-           "thread_safe", "warm_up"]
+__all__ = ["after_fork_in_child", "compiled", "enabled", "exercise", "loader", "lock", "numba",
+           "parallel_launched", "set_threads", "thread_safe", "wait_for_warm_up", "warm_up"]
 
 _numba = None  # the numba module once imported, False when it is not installed
 _layer: list = []  # the threading layer Numba chose, once known
@@ -29,6 +29,7 @@ lock = threading.RLock()
 _loaders: list[Callable[[], object]] = []
 _exercises: list[Callable[[], object]] = []
 _warming: list = []
+_forked_off: list = []  # [True] in a forked child where Numba's OpenMP threads were started
 
 
 def numba():
@@ -45,8 +46,9 @@ def numba():
 
 
 def enabled() -> bool:
-    """Numba is installed and not disabled by ``CONVGRAD_DISABLE_NUMBA``."""
-    return (os.environ.get("CONVGRAD_DISABLE_NUMBA", "") in ("", "0")
+    """Numba is installed, not disabled by ``CONVGRAD_DISABLE_NUMBA``, and not off in a
+    forked child (:func:`after_fork_in_child`)."""
+    return (not _forked_off and os.environ.get("CONVGRAD_DISABLE_NUMBA", "") in ("", "0")
             and numba() is not None)
 
 
@@ -61,6 +63,8 @@ def loader(load: Callable[[], object]) -> Callable[[], object]:
     """Register ``load`` (a module's function returning its compiled loops) with
     :func:`warm_up`, and return it wrapped in :data:`lock`."""
     def locked():
+        if _forked_off:
+            return None
         with lock:
             return load()
     _loaders.append(locked)
@@ -100,6 +104,36 @@ def warm_up() -> None:
             return
         _warming.append(threading.Thread(target=_load_all, name="convgrad-warm-up"))
     _warming[0].start()
+
+
+def wait_for_warm_up(timeout: float) -> None:
+    """Wait (at most ``timeout`` seconds) for :func:`warm_up`'s thread to finish, unless
+    called from it."""
+    for t in list(_warming):
+        if t is not threading.current_thread() and t.ident is not None:
+            t.join(timeout)
+
+
+def parallel_launched() -> bool:
+    """Numba's parallel loops have started its threading layer in this process."""
+    if not _numba:
+        return False
+    try:
+        _numba.threading_layer()
+    except ValueError:  # not started
+        return False
+    return True
+
+
+def after_fork_in_child() -> None:
+    """In a forked child (see :mod:`.fork`): a new :data:`lock`; where Numba's threading
+    layer is OpenMP and was started, Numba's loops are off (GNU OpenMP cannot start threads
+    in a forked child, and Numba ends such a child rather than hang): every loader returns
+    None and :func:`enabled` False, so the NumPy and oneDNN kernels run."""
+    global lock
+    lock = threading.RLock()
+    if parallel_launched() and _numba.threading_layer() == "omp":
+        _forked_off.append(True)
 
 
 def _load_all() -> None:

@@ -24,11 +24,15 @@ from contextlib import contextmanager
 _state: dict = {}
 _lock = threading.RLock()
 _depth = threading.local()  # .worker: this thread is one of the pool's
+_forked: list = []  # [True] in a forked child whose parent had started OpenMP's threads
 
 
 def num_threads() -> int:
     """Threads for a convolution (``CONVGRAD_NUM_THREADS``, else ``OMP_NUM_THREADS``, else
-    the usable cores)."""
+    the usable cores); 1 in a forked child whose parent had started OpenMP (see
+    :mod:`.fork`)."""
+    if _forked:
+        return 1
     for name in ("CONVGRAD_NUM_THREADS", "OMP_NUM_THREADS"):
         env = os.environ.get(name, "").strip()
         if env.isdigit() and int(env) >= 1:
@@ -84,6 +88,23 @@ def single_threaded_blas() -> Iterator[bool]:
             if _state["users"] == 0:
                 for lib, n in _state.pop("saved").values():
                     lib.set_num_threads(n)
+
+
+def after_fork_in_child(one_thread: bool) -> None:
+    """In a forked child (:mod:`.fork`): a new lock, BLAS's thread counts as before any
+    kernel entered (one may have been inside at the fork), no pool (its threads stayed in
+    the parent; a new one is made on first use); ``one_thread``: every kernel on one
+    thread from now on."""
+    global _lock
+    _lock = threading.RLock()
+    for lib, n in _state.get("saved", {}).values():
+        try:
+            lib.set_num_threads(n)
+        except Exception:  # noqa: BLE001 (BLAS then keeps the child's count)
+            pass
+    _state.clear()
+    if one_thread:
+        _forked.append(True)
 
 
 def _pool(n: int) -> ThreadPoolExecutor:

@@ -22,6 +22,7 @@ on first use; ``CONVGRAD_ONEDNN=0`` disables it.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -32,10 +33,11 @@ from ..workspace import get_workspace_limit
 from . import _library
 from ._geometry import PASSES, Unsupported, geometry
 from ._plan import Plan, build
-from ._runtime import arena_bytes, release_arena
+from ._runtime import Execution, arena_bytes, release_arena
 
-__all__ = ["OVER_WORKSPACE", "PASSES", "Plan", "available", "cache_info", "clear_cache",
-           "plan", "plan_for", "reason", "reason_for", "unavailable_reason", "warm_up"]
+__all__ = ["OVER_WORKSPACE", "PASSES", "Plan", "after_fork_in_child", "available",
+           "cache_info", "clear_cache", "loaded", "plan", "plan_for", "reason", "reason_for",
+           "unavailable_reason", "wait_for_warm_up", "warm_up"]
 
 CACHE_CAPACITY = 128
 OVER_WORKSPACE = "workspace"  # how the reason of a plan over the workspace limit begins
@@ -56,12 +58,24 @@ def unavailable_reason() -> str:
 class _Cache:
     """Plans (or the reason a key is unsupported) in least-recently-used order."""
 
+    #: every cache (each kernel family keeps one), for :func:`after_fork_in_child`
+    instances: "weakref.WeakSet[_Cache]" = weakref.WeakSet()
+
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self._entries: OrderedDict = OrderedDict()
+        self.hits = self.misses = 0
+        self.new_locks()
+        _Cache.instances.add(self)
+
+    def new_locks(self) -> None:
+        """Unlocked locks for the cache and each plan in it (a forked child's: another
+        thread of the parent may have held one at the fork)."""
         self._lock = threading.Lock()        # guards the dictionary (held briefly)
         self._building = threading.Lock()    # one plan built at a time
-        self.hits = self.misses = 0
+        for entry in list(self._entries.values()):
+            if isinstance(entry, Execution):
+                entry._lock = threading.Lock()
 
     def get(self, key):
         with self._lock:
@@ -232,6 +246,29 @@ def warm_up() -> None:
             return
         _warming.append(threading.Thread(target=_warm, name="convgrad-onednn-warm-up"))
     _warming[0].start()
+
+
+def wait_for_warm_up(timeout: float) -> None:
+    """Wait (at most ``timeout`` seconds) for :func:`warm_up`'s thread to finish, unless
+    called from it."""
+    for t in list(_warming):
+        if t is not threading.current_thread() and t.ident is not None:
+            t.join(timeout)
+
+
+def loaded() -> bool:
+    """The library is loaded in this process (its kernels may have started OpenMP's
+    threads)."""
+    return _library.loaded()
+
+
+def after_fork_in_child() -> None:
+    """In a forked child (see :mod:`..fork`): every plan cache's and plan's lock unlocked
+    again, and this thread's OpenMP teams of one thread (the kernels' plans are made for
+    the child's one thread: :func:`..parallel.num_threads`)."""
+    for cache in list(_Cache.instances):
+        cache.new_locks()
+    _library.after_fork_in_child()
 
 
 def _warm() -> None:

@@ -267,6 +267,20 @@ def library() -> Library | None:
         return _state["lib"]
 
 
+def loaded() -> bool:
+    """:func:`library` loaded the library in this process."""
+    return _state.get("lib") is not None
+
+
+def after_fork_in_child() -> None:
+    """A forked child's: a new load lock; one OpenMP thread for this thread's teams."""
+    global _lock
+    _lock = threading.Lock()
+    lib = _state.get("lib")
+    if lib is not None:
+        lib.set_omp_threads(1)
+
+
 def failure() -> str:
     """Why :func:`library` returned ``None`` ('' when it loaded)."""
     library()
