@@ -178,3 +178,75 @@ def test_warm_up_loads_the_direct_loops_that_windows_run():
     direct.direct_conv(x, np.ones((1, 1, 1, 3, 1), np.float32), out, (1, 1), (0, 0), (1, 1),
                        1 << 20, "rows", True, False)
     np.testing.assert_array_equal(out[0, 0, 0], x[0, 0, 0, :4] + x[0, 0, 0, 1:5] + x[0, 0, 0, 2:])
+
+
+@pytest.mark.parametrize("pass_name, x_shape, w_shape, stride, padding, groups, family, expected", [
+    ("forward", (8, 512, 4, 4), (512, 512, 3, 3), 1, 1, 1, "convolution", True),
+    ("input_grad", (8, 512, 4, 4), (512, 512, 3, 3), 1, 1, 1, "convolution", False),  # error
+    ("forward", (8, 256, 8, 8), (512, 256, 4, 4), 2, 1, 1, "convolution", False),  # 16 taps
+    ("forward", (8, 64, 32, 32), (128, 64, 1, 1), 2, 0, 1, "convolution", True),  # 1x1, s2
+    ("input_grad", (8, 64, 32, 32), (128, 64, 1, 1), 2, 0, 1, "convolution", True),
+    ("forward", (8, 64, 32, 32), (128, 64, 1, 1), 1, 0, 1, "convolution", False),  # stride 1
+    ("forward", (8, 64, 32, 32), (64, 64, 3, 3), 1, 1, 1, "convolution", False),  # small
+    ("weight_grad", (8, 512, 4, 4), (512, 512, 3, 3), 1, 1, 1, "convolution", False),
+    ("forward", (8, 512, 4, 4), (512, 128, 3, 3), 1, 1, 4, "convolution", False),  # groups
+    ("forward", (8, 512, 4, 4), (512, 512, 3, 3), 1, 1, 1, "deconvolution", False),
+])
+def test_the_16x16_weight_rule(pass_name, x_shape, w_shape, stride, padding, groups, family,
+                               expected):
+    """Which passes ask oneDNN for 16x16-blocked weights (the rule's own cases; the
+    measurements behind them are in ``_plan.weights_16x16``)."""
+    from dataclasses import replace
+
+    from convgrad.ops.onednn._geometry import geometry
+    from convgrad.ops.onednn._plan import weights_16x16
+    from convgrad.ops.spec import ConvSpec
+
+    spec = ConvSpec((stride,) * 2, ((padding, padding),) * 2, (1, 1), (1, 1), groups)
+    y_shape = spec.output_shape(x_shape, w_shape)
+    roles = {"forward": (x_shape, w_shape, y_shape), "input_grad": (y_shape, w_shape, x_shape),
+             "weight_grad": (x_shape, y_shape, w_shape)}[pass_name]
+    geo = replace(geometry(pass_name, *roles, spec), family=family)
+    assert weights_16x16(geo) is expected
+
+
+@needs_onednn
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding, blocked", [
+    ((4, 256, 8, 8), (512, 256, 3, 3), 2, 1, (True, False)),  # large: the forward's 16x16
+    ((4, 64, 16, 16), (128, 64, 1, 1), 2, 0, (True, True)),   # a strided 1x1 projection
+    ((4, 64, 16, 16), (64, 64, 3, 3), 1, 1, (False, False)),  # small: oneDNN's choice
+])
+def test_large_weights_run_in_16x16_blocks_and_agree(x_shape, w_shape, stride, padding, blocked):
+    """Channels-last activations as in a network: the forward of a large weight and both
+    passes of a strided 1x1 run oneDNN's jit kernel on 16x16 blocks (on AVX-512, where
+    measured; elsewhere oneDNN's choice, here brgemm kernels),
+    and all three passes agree with torch float64 within 2x the error of torch float32
+    in the same layout (channels-last sums run in another order than NCHW's blocks:
+    both libraries' float32 errors there are 3-7x their NCHW ones)."""
+    rng = np.random.default_rng(0)
+    xd = rng.standard_normal(x_shape, dtype=np.float32)
+    wd = (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(np.float32)
+    x = cg.tensor(xd).contiguous(memory_format=cg.channels_last).requires_grad_()
+    w = cg.tensor(wd, requires_grad=True)
+    with cg.profile() as prof:
+        y = F.conv2d(x, w, stride=stride, padding=padding)
+    g = rng.standard_normal(y.shape, dtype=np.float32)
+    with cg.profile() as prof_b:
+        y.backward(cg.tensor(g).contiguous(memory_format=cg.channels_last))
+    algos = {e.name: e.algorithm for e in [*prof.of("conv"), *prof_b.of("conv")]}
+    if "avx512" in algos["conv_weight_grad"]:  # measured on AVX-512 only
+        for name, b in zip(("conv_forward", "conv_input_grad"), blocked):
+            assert algos[name].startswith("onednn:jit") == b, algos
+    results = {}  # torch float32 in the same (channels-last) layout: its error is the layout's
+    for dtype in (torch.float64, torch.float32):
+        cl = torch.channels_last
+        tx = torch.tensor(xd, dtype=dtype).contiguous(memory_format=cl).requires_grad_()
+        tw = torch.tensor(wd, dtype=dtype, requires_grad=True)
+        ty = torch.nn.functional.conv2d(tx, tw, stride=stride, padding=padding)
+        ty.backward(torch.tensor(g, dtype=dtype).contiguous(memory_format=cl))
+        results[dtype] = [t.detach().double().numpy() for t in (ty, tx.grad, tw.grad)]
+    for ours, ref, t32, what in zip((y.data, x.grad.data, w.grad.data),
+                                    results[torch.float64], results[torch.float32],
+                                    ("forward", "input gradient", "weight gradient")):
+        err, t_err = np.abs(ours - ref).max(), np.abs(t32 - ref).max()
+        assert err <= 2 * max(t_err, 1e-7 * np.abs(ref).max()), (what, err, t_err)

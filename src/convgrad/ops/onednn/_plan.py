@@ -7,8 +7,9 @@ per-thread arena, contexts, steps) is :mod:`._runtime`'s, shared by every family
 
 Layout: a dense activation is handed to oneDNN as it is where that measured faster
 (:func:`hand_over`: most channels-last passes, NCHW 1x1 convolutions); any other
-activation, and every weight, is described with ``format_tag_any`` and reordered
-from or to the caller's array (a reorder that keeps the layout is skipped).  The
+activation, and every weight, is described with ``format_tag_any`` (a large weight of a
+2-D convolution: 16x16 blocks, :func:`weights_16x16`) and reordered from or to the
+caller's array (a reorder that keeps the layout is skipped).  The
 arrays' strides are part of the plan.
 """
 
@@ -25,7 +26,8 @@ from . import _library as L
 from ._geometry import Geometry, Unsupported
 from ._runtime import F32, ITEMSIZE, Execution, Operand, build_with_threads, dims
 
-__all__ = ["Plan", "build", "elem_strides", "hand_over"]
+__all__ = ["Plan", "WEIGHTS_16X16", "WEIGHTS_16X16_MIN", "build", "elem_strides", "hand_over",
+           "weights_16x16"]
 
 
 def hand_over(geo: Geometry, layout: str) -> bool:
@@ -57,6 +59,44 @@ def hand_over(geo: Geometry, layout: str) -> bool:
         return True
     depthwise = grouped and c_per_group == 1
     return len(geo.strides) > 1 and (depthwise or (not grouped and c_per_group >= 8))
+
+
+#: oneDNN's 16x16-blocked weight layouts of a 2-D convolution (dnnl_format_tag_t):
+#: the forward's (out, in) blocks and the input gradient's (in, out) blocks
+WEIGHTS_16X16 = {Pass.FORWARD: 79, Pass.INPUT_GRAD: 75}  # ABcd16b16a, ABcd16a16b
+#: From this many weight elements (1 MiB of float32) the reorder of the weight into the
+#: 16x16 blocks, and the older ``jit`` kernel that reads them, beat oneDNN's own choice
+#: (brgemm kernels on 32- or 64-wide blocks, whose reorder costs twice as much).
+WEIGHTS_16X16_MIN = 1 << 18
+
+
+def weights_16x16(geo: Geometry) -> bool:
+    """Whether a pass asks oneDNN for its weight in 16x16 blocks (:data:`WEIGHTS_16X16`)
+    rather than in the layout oneDNN picks (``format_tag_any``): a forward with a weight
+    of at least :data:`WEIGHTS_16X16_MIN` elements and at most 3x3 taps, and both passes
+    of a strided 1x1 projection.
+
+    Measured on 2 threads of an AVX-512 EPYC, channels-last activations, cold caches,
+    15 interleaved runs (ms, 16x16 / oneDNN's own): ResNet-18's 512x512 3x3 forward 2.52 /
+    3.03, 256->512 3x3 stride 2 1.50 / 1.85, 256x256 3x3 0.92x, 128->256 0.95x; 1x1
+    stride-2 projections 0.76-0.93x forward and 0.80-0.90x input gradient at any size;
+    in a ResNet-18 training step the weight reorders went from 23 to 10 ms.  Kept on
+    oneDNN's choice: DCGAN's 4x4 stride-2 forward (1.15x with 2.1M weights), smaller 3x3
+    weights (0.94-1.26x; U-Net's 16 and 48 channels the worst), and the input gradient of
+    3x3 and larger kernels: 0.79-0.93x the time, but its float32 error reached 2.6x
+    torch's (channels-last, same layout; the forward's 1.37x at most, the 1x1's equal).
+    Only ungrouped 2-D convolutions (the layouts are 4-D) on AVX-512 (where measured:
+    :meth:`Plan.build` keeps the request only where oneDNN answers with a ``jit`` kernel
+    for ``avx512``).
+    """
+    if (geo.family != "convolution" or geo.pass_name not in WEIGHTS_16X16
+            or len(geo.weight_dims) != 4 or len(geo.strides) != 2):
+        return False
+    taps = prod(geo.weight_dims[2:])
+    if taps == 1 and any(s > 1 for s in geo.strides):
+        return True
+    return (geo.pass_name == Pass.FORWARD and taps <= 9
+            and prod(geo.weight_dims) >= WEIGHTS_16X16_MIN)
 
 
 def _layout(shape: tuple, strides: tuple) -> str:
@@ -161,7 +201,7 @@ class Plan(Execution):
         x_direct, y_direct = (
             a != "strided" and hand_over(geo, a) and (a != "nchw" or b == "nchw")
             for a, b in ((x_layout, y_layout), (y_layout, x_layout)))
-        w_req = self._md(geo.weight_dims, tag=L.FORMAT_ANY)
+        w_any = self._md(geo.weight_dims, tag=L.FORMAT_ANY)
         b_md = self._md((geo.y_shape[1],), tag=L.FORMAT_A) if self.bias else None
         any_x = self._md(geo.src_dims, tag=L.FORMAT_ANY)
         any_y = self._md(geo.y_shape, tag=L.FORMAT_ANY)
@@ -173,16 +213,21 @@ class Plan(Execution):
                      else self._md(geo.src_dims, dense))
         if y_direct:
             y_req = y.user_md
-        attempts = [(x_req, y_req)]
+        attempts = [(x_req, w_any, y_req)]
         if x_direct or y_direct:  # oneDNN's own layouts when it has nothing fast for ours
-            attempts.append((any_x, any_y))
-        for i, (x_md, y_md) in enumerate(attempts, 1):
+            attempts.append((any_x, w_any, any_y))
+        if weights_16x16(geo):
+            attempts.insert(0, (x_req, self._md(geo.weight_dims,
+                                                tag=WEIGHTS_16X16[name]), y_req))
+        for i, (x_md, w_md, y_md) in enumerate(attempts, 1):
             try:
-                pd, impl = self._primitive_desc(x_md, w_req, y_md, b_md)
+                pd, impl = self._primitive_desc(x_md, w_md, y_md, b_md)
             except Unsupported:
                 if i == len(attempts):
                     raise
                 continue
+            if w_md is not w_any and not (impl.startswith("jit") and "avx512" in impl):
+                continue  # the 16x16 blocks only where they were measured faster
             if not impl.startswith("ref"):
                 break
         if impl.startswith("ref"):
