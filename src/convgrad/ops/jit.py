@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .parallel import join
+
 __all__ = ["after_fork_in_child", "compiled", "enabled", "exercise", "loader", "lock", "numba",
            "parallel_launched", "set_threads", "thread_safe", "wait_for_warm_up", "warm_up"]
 
@@ -109,9 +111,7 @@ def warm_up() -> None:
 def wait_for_warm_up(timeout: float) -> None:
     """Wait (at most ``timeout`` seconds) for :func:`warm_up`'s thread to finish, unless
     called from it."""
-    for t in list(_warming):
-        if t is not threading.current_thread() and t.ident is not None:
-            t.join(timeout)
+    join(_warming, timeout)
 
 
 def parallel_launched() -> bool:

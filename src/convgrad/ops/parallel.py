@@ -90,6 +90,14 @@ def single_threaded_blas() -> Iterator[bool]:
                     lib.set_num_threads(n)
 
 
+def join(threads: Sequence[threading.Thread], timeout: float) -> None:
+    """Wait at most ``timeout`` seconds for each of ``threads`` to finish (the calling
+    thread and threads never started are skipped)."""
+    for t in list(threads):
+        if t is not threading.current_thread() and t.ident is not None:
+            t.join(timeout)
+
+
 def after_fork_in_child(one_thread: bool) -> None:
     """In a forked child (:mod:`.fork`): a new lock, BLAS's thread counts as before any
     kernel entered (one may have been inside at the fork), no pool (its threads stayed in

@@ -27,7 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..parallel import num_threads
+from ..parallel import join, num_threads
 from ..spec import ConvSpec, Pass
 from ..workspace import get_workspace_limit
 from . import _library
@@ -251,9 +251,7 @@ def warm_up() -> None:
 def wait_for_warm_up(timeout: float) -> None:
     """Wait (at most ``timeout`` seconds) for :func:`warm_up`'s thread to finish, unless
     called from it."""
-    for t in list(_warming):
-        if t is not threading.current_thread() and t.ident is not None:
-            t.join(timeout)
+    join(_warming, timeout)
 
 
 def loaded() -> bool:
