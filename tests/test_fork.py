@@ -86,7 +86,7 @@ def _check_against_torch(got: dict) -> None:
         x = rng.standard_normal((2, 16, 24, 24), dtype=np.float32)
         w = (0.2 * rng.standard_normal((8, 16, 3, 3))).astype(np.float32)
 
-        def ref(dtype):
+        def ref(dtype, x=x, w=w):
             y = TF.relu(TF.conv2d(torch.tensor(x, dtype=dtype), torch.tensor(w, dtype=dtype),
                                   padding=1))
             return TF.batch_norm(y, None, None, training=True)

@@ -4,9 +4,9 @@ One pass of one workload (:func:`run_pass`): each implementation in turn is
 prepared (inputs copied, functions jitted) outside the timed region and at once run
 untimed (its first step; its results are kept for the agreement check; convgrad's run
 is wrapped in ``convgrad.profile()`` to record which algorithm each kernel used) and
-warmed up; then all are timed round-robin: convgrad, torch, jax, convgrad, torch, jax, ... so that a slow
-period of a shared machine hits every implementation alike.  The reported time is
-the median.  A network workload's pass is a training step: each run continues
+warmed up; then all are timed round-robin: convgrad, torch, jax, convgrad, torch, jax,
+... so that a slow period of a shared machine hits every implementation alike.  The
+reported time is the median.  A network workload's pass is a training step: each run continues
 training from the last, and the first (from the shared initial weights) is the one
 checked, key by key as :func:`.networks.check_step` says.
 """

@@ -59,7 +59,7 @@ class _Cache:
     """Plans (or the reason a key is unsupported) in least-recently-used order."""
 
     #: every cache (each kernel family keeps one), for :func:`after_fork_in_child`
-    instances: "weakref.WeakSet[_Cache]" = weakref.WeakSet()
+    instances: weakref.WeakSet[_Cache] = weakref.WeakSet()
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
