@@ -156,3 +156,45 @@ def test_a_forked_child_after_training_exits_cleanly():
     out = subprocess.run([sys.executable, "-c", code], check=True, timeout=120,
                          capture_output=True, text=True)
     assert out.stdout.split()[-1] == "0", out.stdout + out.stderr
+
+
+def test_a_forked_child_trains_a_network_as_its_parent_does():
+    # every family a U-Net-like step runs (group and batch norm, SiLU, leaky ReLU,
+    # bilinear upsampling, max pooling, Adam and SGD), in a child of a parent that ran
+    # it on OpenMP's threads: the child (one thread, no Numba loops) reaches the loss
+    # the parent reached (the oracle: the parent's own kernels, another engine)
+    code = textwrap.dedent("""
+        import os
+        import numpy as np
+        import convgrad as cg
+        import convgrad.functional as F
+        import convgrad.nn as nn
+        from convgrad.optim import SGD, Adam
+
+        def train():
+            cg.manual_seed(0)
+            x = cg.randn(2, 16, 32, 32, rng=0)
+            m = nn.Sequential(nn.Conv2d(16, 16, 3, padding=1), nn.GroupNorm(4, 16), nn.SiLU(),
+                              nn.Upsample(scale_factor=2, mode="bilinear"),
+                              nn.Conv2d(16, 8, 3, padding=1), nn.BatchNorm2d(8),
+                              nn.LeakyReLU(0.2), nn.MaxPool2d(2))
+            adam, sgd = Adam(m.parameters(), lr=1e-3), SGD(m.parameters(), lr=0.1, momentum=0.9)
+            for _ in range(2):
+                loss = F.cross_entropy(m(x).mean((2, 3)), np.array([1, 2]))
+                loss.backward()
+                adam.step()
+                sgd.step()
+                adam.zero_grad()
+            return float(loss.item())
+
+        parent = train()
+        pid = os.fork()
+        if pid == 0:
+            child = train()
+            os._exit(0 if abs(child - parent) <= 1e-5 * abs(parent) else 3)
+        _, status = os.waitpid(pid, 0)
+        print(os.waitstatus_to_exitcode(status))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], timeout=240, capture_output=True,
+                         text=True, env={**os.environ, "CONVGRAD_NUM_THREADS": "2"})
+    assert out.returncode == 0 and out.stdout.split()[-1] == "0", out.stdout + out.stderr
