@@ -27,7 +27,7 @@ from ._geometry import Geometry, Unsupported
 from ._runtime import F32, ITEMSIZE, Execution, Operand, build_with_threads, dims
 
 __all__ = ["Plan", "WEIGHTS_16X16", "WEIGHTS_16X16_MIN", "build", "elem_strides", "hand_over",
-           "weights_16x16"]
+           "large_weight", "weights_16x16"]
 
 
 def hand_over(geo: Geometry, layout: str) -> bool:
@@ -45,7 +45,19 @@ def hand_over(geo: Geometry, layout: str) -> bool:
     window on a grey image): NCHW memory is channels-last memory, and goes as such;
     blocked, oneDNN pads the channel to 16 (measured on the demo's 5-tap window over
     (40, 1, 96, 96), interleaved, ms: forward 3.1 -> 0.59, input gradient 8.5 -> 0.69).
+
+    Accuracy: oneDNN's channels-last kernels sum in another order than its blocked ones,
+    and their float32 error measured 3-10x torch NCHW's (as torch channels_last's).  A
+    large weight (:func:`large_weight`) with small activations pays nothing measurable
+    for blocked activations in its forward and unstrided input gradient (a ResNet-18
+    step's 256- and 512-channel passes 34.7-41.8 ms channels-last, 35.5-40.1 blocked;
+    one pass 0.95-1.05x), so those go blocked, at torch NCHW's error (256x256 3x3: 8.8x
+    and 7.0x -> 1.0x).  Strided input gradients run ``brgconv_strided`` either way, with
+    torch NCHW's error.
     """
+    if large_weight(geo) and (geo.pass_name == Pass.FORWARD or (
+            geo.pass_name == Pass.INPUT_GRAD and all(s == 1 for s in geo.strides))):
+        return False
     if layout == "nchw" and geo.x_shape[1] == geo.y_shape[1] == 1:
         layout = "channels_last"
     grouped = len(geo.weight_dims) > len(geo.w_shape)
@@ -70,6 +82,14 @@ WEIGHTS_16X16 = {Pass.FORWARD: 79, Pass.INPUT_GRAD: 75}  # ABcd16b16a, ABcd16a16
 WEIGHTS_16X16_MIN = 1 << 18
 
 
+def large_weight(geo: Geometry) -> bool:
+    """An ungrouped 2-D convolution whose weight has at least :data:`WEIGHTS_16X16_MIN`
+    elements and at most 3x3 taps (ResNet-18's 256- and 512-channel layers)."""
+    return (geo.family == "convolution" and len(geo.weight_dims) == 4
+            and len(geo.strides) == 2 and prod(geo.weight_dims[2:]) <= 9
+            and prod(geo.weight_dims) >= WEIGHTS_16X16_MIN)
+
+
 def weights_16x16(geo: Geometry) -> bool:
     """Whether a pass asks oneDNN for its weight in 16x16 blocks (:data:`WEIGHTS_16X16`)
     rather than in the layout oneDNN picks (``format_tag_any``): a forward with a weight
@@ -92,11 +112,9 @@ def weights_16x16(geo: Geometry) -> bool:
     if (geo.family != "convolution" or geo.pass_name not in WEIGHTS_16X16
             or len(geo.weight_dims) != 4 or len(geo.strides) != 2):
         return False
-    taps = prod(geo.weight_dims[2:])
-    if taps == 1 and any(s > 1 for s in geo.strides):
+    if prod(geo.weight_dims[2:]) == 1 and any(s > 1 for s in geo.strides):
         return True
-    return (geo.pass_name == Pass.FORWARD and taps <= 9
-            and prod(geo.weight_dims) >= WEIGHTS_16X16_MIN)
+    return geo.pass_name == Pass.FORWARD and large_weight(geo)
 
 
 def _layout(shape: tuple, strides: tuple) -> str:
