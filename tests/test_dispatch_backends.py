@@ -182,6 +182,8 @@ def test_warm_up_loads_the_direct_loops_that_windows_run():
 
 @pytest.mark.parametrize("pass_name, x_shape, w_shape, stride, padding, groups, family, expected", [
     ("forward", (8, 512, 4, 4), (512, 512, 3, 3), 1, 1, 1, "convolution", True),
+    ("forward", (8, 128, 16, 16), (128, 128, 3, 3), 1, 1, 1, "convolution", True),  # wide
+    ("forward", (8, 64, 32, 32), (128, 64, 3, 3), 2, 1, 1, "convolution", False),  # 64 in
     ("input_grad", (8, 512, 4, 4), (512, 512, 3, 3), 1, 1, 1, "convolution", False),  # error
     ("forward", (8, 256, 8, 8), (512, 256, 4, 4), 2, 1, 1, "convolution", False),  # 16 taps
     ("forward", (8, 64, 32, 32), (128, 64, 1, 1), 2, 0, 1, "convolution", True),  # 1x1, s2
@@ -212,8 +214,8 @@ def test_the_16x16_weight_rule(pass_name, x_shape, w_shape, stride, padding, gro
 
 @needs_onednn
 @pytest.mark.parametrize("x_shape, w_shape, stride, padding, blocked, reference", [
-    # large weights: the forward (and an unstrided input gradient) on blocked activations
-    # and 16x16 weights, as accurate as torch NCHW
+    # wide convolutions (128+ channels in and out): the forward (and an unstrided input
+    # gradient) on blocked activations and 16x16 weights, as accurate as torch NCHW
     ((4, 256, 8, 8), (512, 256, 3, 3), 2, 1, (True, False), "nchw"),
     ((4, 512, 4, 4), (512, 512, 3, 3), 1, 1, (True, True), "nchw"),
     ((4, 64, 16, 16), (128, 64, 1, 1), 2, 0, (True, True), "nchw"),  # a strided 1x1
@@ -221,10 +223,10 @@ def test_the_16x16_weight_rule(pass_name, x_shape, w_shape, stride, padding, gro
     # channels_last's, up to 3-10x torch NCHW's; see _plan.hand_over)
     ((4, 64, 16, 16), (64, 64, 3, 3), 1, 1, (False, False), "channels_last"),
 ])
-def test_large_weights_run_in_16x16_blocks_and_agree(x_shape, w_shape, stride, padding, blocked,
+def test_wide_convolutions_run_blocked_and_agree(x_shape, w_shape, stride, padding, blocked,
                                                      reference):
-    """Channels-last activations as in a network: the forward of a large weight (and its
-    unstrided input gradient) and both passes of a strided 1x1 run oneDNN's jit kernel
+    """Channels-last activations as in a network: the forward of a wide convolution (and
+    its unstrided input gradient) and both passes of a strided 1x1 run oneDNN's jit kernel
     on 16x16 blocks (on AVX-512, where measured; elsewhere oneDNN's choice, here brgemm
     kernels), and all three passes agree with torch float64 within 2x the error of
     torch float32: NCHW torch for those, channels_last torch for the small weight

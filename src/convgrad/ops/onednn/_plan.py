@@ -26,8 +26,8 @@ from . import _library as L
 from ._geometry import Geometry, Unsupported
 from ._runtime import F32, ITEMSIZE, Execution, Operand, build_with_threads, dims
 
-__all__ = ["Plan", "WEIGHTS_16X16", "WEIGHTS_16X16_MIN", "build", "elem_strides", "hand_over",
-           "large_weight", "weights_16x16"]
+__all__ = ["Plan", "WEIGHTS_16X16", "WIDE_MIN_CHANNELS", "build", "elem_strides", "hand_over",
+           "weights_16x16", "wide"]
 
 
 def hand_over(geo: Geometry, layout: str) -> bool:
@@ -47,15 +47,18 @@ def hand_over(geo: Geometry, layout: str) -> bool:
     (40, 1, 96, 96), interleaved, ms: forward 3.1 -> 0.59, input gradient 8.5 -> 0.69).
 
     Accuracy: oneDNN's channels-last kernels sum in another order than its blocked ones,
-    and their float32 error measured 3-10x torch NCHW's (as torch channels_last's).  A
-    large weight (:func:`large_weight`) with small activations pays nothing measurable
-    for blocked activations in its forward and unstrided input gradient (a ResNet-18
-    step's 256- and 512-channel passes 34.7-41.8 ms channels-last, 35.5-40.1 blocked;
-    one pass 0.95-1.05x), so those go blocked, at torch NCHW's error (256x256 3x3: 8.8x
-    and 7.0x -> 1.0x).  Strided input gradients run ``brgconv_strided`` either way, with
-    torch NCHW's error.
+    and their float32 error measured 1.6-10x torch NCHW's (as torch channels_last's).
+    For a :func:`wide` convolution, whose activations are small beside its weight and
+    work, blocked activations in the forward and the unstrided input gradient cost
+    1.0-1.05x the time (ResNet-18's 128x128 3x3 on (8, 128, 16, 16) 1.02x and 1.05x,
+    256x256 and 512x512 0.95-1.05x; its step 182-203 -> 174-188 ms in separate
+    processes, with the 256- and 512-channel layers blocked), so those go blocked, at
+    torch NCHW's error (128x128: 5.8x and 4.3x -> 1.0x; 256x256: 8.8x and 7.0x -> 1.0x).
+    Narrower layers keep channels-last: blocked cost 1.05-1.13x for 64 channels and
+    1.3-1.44x for the U-Net's 16-48 on 64x64.  Strided input gradients run
+    ``brgconv_strided`` either way, at torch NCHW's error.
     """
-    if large_weight(geo) and (geo.pass_name == Pass.FORWARD or (
+    if wide(geo) and (geo.pass_name == Pass.FORWARD or (
             geo.pass_name == Pass.INPUT_GRAD and all(s == 1 for s in geo.strides))):
         return False
     if layout == "nchw" and geo.x_shape[1] == geo.y_shape[1] == 1:
@@ -76,31 +79,31 @@ def hand_over(geo: Geometry, layout: str) -> bool:
 #: oneDNN's 16x16-blocked weight layouts of a 2-D convolution (dnnl_format_tag_t):
 #: the forward's (out, in) blocks and the input gradient's (in, out) blocks
 WEIGHTS_16X16 = {Pass.FORWARD: 79, Pass.INPUT_GRAD: 75}  # ABcd16b16a, ABcd16a16b
-#: From this many weight elements (1 MiB of float32) the reorder of the weight into the
-#: 16x16 blocks, and the older ``jit`` kernel that reads them, beat oneDNN's own choice
-#: (brgemm kernels on 32- or 64-wide blocks, whose reorder costs twice as much).
-WEIGHTS_16X16_MIN = 1 << 18
+#: From this many channels in and out (and at most 3x3 taps) a convolution is
+#: :func:`wide`: blocked activations and 16x16 weights in its forward
+WIDE_MIN_CHANNELS = 128
 
 
-def large_weight(geo: Geometry) -> bool:
-    """An ungrouped 2-D convolution whose weight has at least :data:`WEIGHTS_16X16_MIN`
-    elements and at most 3x3 taps (ResNet-18's 256- and 512-channel layers)."""
+def wide(geo: Geometry) -> bool:
+    """An ungrouped 2-D convolution with at least :data:`WIDE_MIN_CHANNELS` channels in
+    and out and at most 3x3 taps (ResNet-18 from its second stage on)."""
     return (geo.family == "convolution" and len(geo.weight_dims) == 4
             and len(geo.strides) == 2 and prod(geo.weight_dims[2:]) <= 9
-            and prod(geo.weight_dims) >= WEIGHTS_16X16_MIN)
+            and min(geo.weight_dims[:2]) >= WIDE_MIN_CHANNELS)
 
 
 def weights_16x16(geo: Geometry) -> bool:
     """Whether a pass asks oneDNN for its weight in 16x16 blocks (:data:`WEIGHTS_16X16`)
-    rather than in the layout oneDNN picks (``format_tag_any``): a forward with a weight
-    of at least :data:`WEIGHTS_16X16_MIN` elements and at most 3x3 taps, and both passes
-    of a strided 1x1 projection.
+    rather than in the layout oneDNN picks (``format_tag_any``): the forward of a
+    :func:`wide` convolution, and both passes of a strided 1x1 projection.
 
     Measured on 2 threads of an AVX-512 EPYC, channels-last activations, cold caches,
     15 interleaved runs (ms, 16x16 / oneDNN's own): ResNet-18's 512x512 3x3 forward 2.52 /
     3.03, 256->512 3x3 stride 2 1.50 / 1.85, 256x256 3x3 0.92x, 128->256 0.95x; 1x1
     stride-2 projections 0.76-0.93x forward and 0.80-0.90x input gradient at any size;
-    in a ResNet-18 training step the weight reorders went from 23 to 10 ms.  Kept on
+    in a ResNet-18 training step the weight reorders went from 27 to 13 ms (with
+    channels-last activations; blocked ones, see :func:`hand_over`, take 16x16 weights
+    anyway).  Kept on
     oneDNN's choice: DCGAN's 4x4 stride-2 forward (1.15x with 2.1M weights), smaller 3x3
     weights (0.94-1.26x; U-Net's 16 and 48 channels the worst), and the input gradient of
     3x3 and larger kernels: 0.79-0.93x the time, but its float32 error reached 2.6x
@@ -114,7 +117,7 @@ def weights_16x16(geo: Geometry) -> bool:
         return False
     if prod(geo.weight_dims[2:]) == 1 and any(s > 1 for s in geo.strides):
         return True
-    return geo.pass_name == Pass.FORWARD and large_weight(geo)
+    return geo.pass_name == Pass.FORWARD and wide(geo)
 
 
 def _layout(shape: tuple, strides: tuple) -> str:
