@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .parallel import join
+from .parallel import Background
 
 __all__ = ["after_fork_in_child", "compiled", "enabled", "exercise", "loader", "lock", "numba",
            "parallel_launched", "set_threads", "thread_safe", "wait_for_warm_up", "warm_up"]
@@ -30,7 +30,6 @@ _layer: list = []  # the threading layer Numba chose, once known
 lock = threading.RLock()
 _loaders: list[Callable[[], object]] = []
 _exercises: list[Callable[[], object]] = []
-_warming: list = []
 _forked_off: list = []  # [True] in a forked child where Numba's OpenMP threads were started
 
 
@@ -102,16 +101,15 @@ def warm_up() -> None:
     """Import Numba and load every registered module's loops on a background thread,
     once (nothing without Numba)."""
     with lock:
-        if _warming or not enabled():
+        if not enabled():
             return
-        _warming.append(threading.Thread(target=_load_all, name="convgrad-warm-up"))
-    _warming[0].start()
+    _warming.start()
 
 
 def wait_for_warm_up(timeout: float) -> None:
     """Wait (at most ``timeout`` seconds) for :func:`warm_up`'s thread to finish, unless
     called from it."""
-    join(_warming, timeout)
+    _warming.wait(timeout)
 
 
 def parallel_launched() -> bool:
@@ -142,6 +140,9 @@ def _load_all() -> None:
             run()
         except Exception:  # the caller's own call raises it again, where it is made
             return
+
+
+_warming = Background("convgrad-warm-up", _load_all)
 
 
 def thread_safe() -> bool:

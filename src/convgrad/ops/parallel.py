@@ -90,11 +90,28 @@ def single_threaded_blas() -> Iterator[bool]:
                     lib.set_num_threads(n)
 
 
-def join(threads: Sequence[threading.Thread], timeout: float) -> None:
-    """Wait at most ``timeout`` seconds for each of ``threads`` to finish (the calling
-    thread and threads never started are skipped)."""
-    for t in list(threads):
-        if t is not threading.current_thread() and t.ident is not None:
+class Background:
+    """A job run once per process on a background thread (not a daemon: the interpreter
+    never exits inside it): :meth:`start` begins it the first time it is called,
+    :meth:`wait` joins it."""
+
+    def __init__(self, name: str, target: Callable[[], object]) -> None:
+        self.name, self.target = name, target
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self.target, name=self.name)
+        self._thread.start()
+
+    def wait(self, timeout: float) -> None:
+        """Wait at most ``timeout`` seconds for the job to finish (not from the job's own
+        thread; nothing when it never started)."""
+        t = self._thread
+        if t is not None and t is not threading.current_thread() and t.ident is not None:
             t.join(timeout)
 
 

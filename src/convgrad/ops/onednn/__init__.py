@@ -27,7 +27,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ..parallel import join, num_threads
+from ..parallel import Background, num_threads
 from ..spec import ConvSpec, Pass
 from ..workspace import get_workspace_limit
 from . import _library
@@ -231,9 +231,6 @@ def reason_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray
     return None if isinstance(entry, Plan) else entry
 
 
-_warming: list = []
-
-
 def warm_up() -> None:
     """Load the library and run a tiny one-channel convolution both ways on a background
     thread, once: a network is being built.  oneDNN compiles its GEMM kernels (what it
@@ -241,17 +238,13 @@ def warm_up() -> None:
     whatever the shape: measured, the first such input gradient took 28 ms, every later
     one of any shape 0.1-0.3 ms; loading the library and creating its engine took 6 ms.
     Not a daemon thread, so the interpreter never exits inside oneDNN."""
-    with _cache._lock:
-        if _warming:
-            return
-        _warming.append(threading.Thread(target=_warm, name="convgrad-onednn-warm-up"))
-    _warming[0].start()
+    _warming.start()
 
 
 def wait_for_warm_up(timeout: float) -> None:
     """Wait (at most ``timeout`` seconds) for :func:`warm_up`'s thread to finish, unless
     called from it."""
-    join(_warming, timeout)
+    _warming.wait(timeout)
 
 
 def loaded() -> bool:
@@ -282,3 +275,6 @@ def _warm() -> None:
                 found.run(*arrays)
     except Exception:  # a caller's own call meets the failure, where it is made
         _library.log.debug("oneDNN's warm-up failed", exc_info=True)
+
+
+_warming = Background("convgrad-onednn-warm-up", _warm)
