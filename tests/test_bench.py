@@ -503,3 +503,33 @@ def test_network_conv_flops_count_every_pass_that_ran():
         fwd.append(2 * n * c_out * h * wd * c_in * 9)
     assert r.conv_flops == 3 * sum(fwd) - fwd[0]
     assert max(fwd) < runner.BOUND_MIN_FLOPS and r.conv_best_rate == 0  # none long enough
+
+
+def test_each_implementation_is_prepared_right_before_its_own_first_run(monkeypatch):
+    """A peer's preparation (torch.compile's starts compile workers) must not run into
+    another implementation's first, timed-as-first step: prepare, first run, prepare,
+    first run, ... then the interleaved timing."""
+    pytest.importorskip("torch")
+    monkeypatch.setenv(TINY_ENV, "1")
+    w = _workload("W2").shrunk(quick=True, tiny=True)
+    inp = inputs.make_inputs(w)
+    log: list[tuple[str, str]] = []
+
+    def recorded(base):
+        class Recorded(base):
+            def prepare(self, w, pass_, inp):
+                log.append(("prepare", self.name))
+                good = super().prepare(w, pass_, inp)
+
+                def run():
+                    log.append(("run", self.name))
+                    return good()
+                return peers.Prepared(run, good.to_numpy)
+        return Recorded()
+
+    r = runner.run_pass(w, "fwd+bwd", [recorded(peers.ConvgradImpl), recorded(peers.TorchImpl)],
+                        inp, runs=2, warmup=1)
+    assert r.agree is True
+    assert log[:4] == [("prepare", "convgrad"), ("run", "convgrad"),
+                       ("prepare", "torch"), ("run", "torch")], log[:6]
+    assert set(r.first) == {"convgrad", "torch"}
