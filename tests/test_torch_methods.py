@@ -102,6 +102,8 @@ def test_in_place_random_fills():
     ("trunc_normal_", (0.0, 0.5, -1.0, 1.0)), ("orthogonal_", (1.5,)),
 ])
 def test_init_functions_draw_from_torchs_laws(name, args):
+    cg.manual_seed(0)  # one fixed draw each: the range check fails ~0.5% of unseeded pairs
+    torch.manual_seed(0)
     shape = (64, 32, 3) if name == "dirac_" else (64, 96)
     ours = getattr(cg.nn.init, name)(cg.empty(*shape), *args).numpy()
     theirs = getattr(torch.nn.init, name)(torch.empty(*shape), *args).numpy()

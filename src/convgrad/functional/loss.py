@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor, as_tensor, where
+from ..tensor.gather import Gather
 from .activation import log_softmax
 
 __all__ = ["cross_entropy", "huber_loss", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
@@ -188,8 +189,12 @@ def _nll(fn: str, logp: Tensor, target: Any, weight: Any, ignore_index: int, red
         raise ValueError(f"{fn}: target values must lie in [0, {classes}) (or equal "
                          f"ignore_index={ignore_index}), got {np.unique(t[bad])}")
     t = np.where(keep, t, 0)
-    grid = np.indices(t.shape, sparse=True)
-    picked = logp[(*grid[:1], t, *grid[1:])]  # logp of the target class at every position
+    # logp of the target class at every position
+    if type(logp.data) is np.ndarray:
+        picked = Gather.apply(logp, index=np.expand_dims(t, dim), dim=dim).reshape(t.shape)
+    else:  # a dask array: indexed lazily
+        grid = np.indices(t.shape, sparse=True)
+        picked = logp[(*grid[:1], t, *grid[1:])]
     weights = keep.astype(logp.dtype) if w is None else np.where(keep, w[t], 0).astype(
         logp.dtype)
     loss = -picked if w is None and keep.all() else -picked * weights

@@ -8,9 +8,11 @@ declares every kernel family (``prefer`` checks names against them).
 
 from . import (  # noqa: F401 (each declares its kernel family)
     eltwise,
+    gather,
     normalization,
     pooling,
     resampling,
+    softmax,
     update,
 )
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad

@@ -16,8 +16,8 @@ import numpy as np
 
 from .registry import family
 
-__all__ = ["LAYOUT", "channels_last_strides", "dense_channels_last", "empty",
-           "is_channels_last", "is_dense"]
+__all__ = ["LAYOUT", "axis_view", "channels_last_strides", "dense_channels_last", "empty",
+           "is_channels_last", "is_dense", "memory_order"]
 
 #: conversions between layouts: ``onednn`` (a reorder step of a oneDNN plan), ``numpy``
 #: (a copy); no choice between them, the family exists for its profiler events
@@ -80,3 +80,24 @@ def empty(shape: tuple, channels_last: bool = False, dtype=np.float32) -> np.nda
         return np.empty(shape, dtype=dtype)
     perm = (0, *range(2, len(shape)), 1)
     return np.empty(tuple(shape[d] for d in perm), dtype=dtype).transpose(np.argsort(perm))
+
+
+def memory_order(a: np.ndarray) -> list[int]:
+    """``a``'s dims from the outermost of its memory to the innermost (ties by dim)."""
+    return sorted(range(a.ndim), key=lambda d: (-a.strides[d], d))
+
+
+def axis_view(a: np.ndarray, axis: int, order: list[int] | None = None
+              ) -> np.ndarray | None:
+    """``a`` as the ``(outer, a.shape[axis], inner)`` view of its memory, its dims taken in
+    ``order`` (outermost first; default: :func:`memory_order`), or None when ``a`` is not
+    C-contiguous in that order.  Two arrays of one shape viewed in one order line up
+    element for element; so does an array with ``axis`` of size 1 (the view's middle
+    dim 1) with the positions of a full one."""
+    order = memory_order(a) if order is None else order
+    t = a.transpose(order)
+    if not t.flags.c_contiguous:
+        return None
+    i = order.index(axis)
+    outer = int(np.prod(t.shape[:i], dtype=np.int64))
+    return t.reshape(outer, a.shape[axis], int(np.prod(t.shape[i + 1:], dtype=np.int64)))

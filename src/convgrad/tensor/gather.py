@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function
+from ..ops import gather
 
 Tensor = Any  # annotations: the tensor layer's Tensor
 
@@ -32,26 +33,34 @@ class Gather(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
         ctx.index, ctx.dim = index, dim
-        return x[full_index(index, dim)]
+        return gather.gather(x, index, dim, lambda: x[full_index(index, dim)])
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         # y = x at index copies elements: each gradient returns to its source, repeats summed
-        return ScatterAdd.apply(grad, index=ctx.index, dim=ctx.dim, shape=ctx.inputs[0].shape)
+        return ScatterAdd.apply(grad, index=ctx.index, dim=ctx.dim, shape=ctx.inputs[0].shape,
+                                like=ctx.inputs[0].data)
 
 
 class ScatterAdd(Function):
-    """``zeros(shape)`` plus ``g`` added at ``index`` along ``dim``: Gather's adjoint."""
+    """``zeros(shape)`` plus ``g`` added at ``index`` along ``dim``: Gather's adjoint
+    (laid out as ``like``, the gathered array, where given and the kernel applies)."""
 
     reads = ()
 
     @staticmethod
     def forward(ctx: Context, g: np.ndarray, index: np.ndarray, dim: int,
-                shape: tuple) -> np.ndarray:
+                shape: tuple, like: Any = None) -> np.ndarray:
         ctx.index, ctx.dim = index, dim
-        out = np.zeros(shape, g.dtype)
-        np.add.at(out, full_index(index, dim), g)
-        return out
+
+        def reference() -> np.ndarray:
+            out = np.zeros(shape, g.dtype)
+            np.add.at(out, full_index(index, dim), g)
+            return out
+
+        if like is None or tuple(like.shape) != tuple(shape):
+            return reference()
+        return gather.scatter_add(g, index, dim, like, reference)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:

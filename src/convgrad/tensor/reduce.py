@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import OUTPUT, Context, Function
+from ..autograd import OUTPUT, Context, Function, is_grad_enabled
+from ..ops import softmax
 from ..ops.reduction import total
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
@@ -68,14 +69,22 @@ class Softmax(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, dim: int) -> np.ndarray:
         ctx.dim = dim
-        e = np.exp(x - x.max(axis=dim, keepdims=True))
-        return e / total(e, axis=dim, keepdims=True)
+
+        def reference() -> np.ndarray:
+            e = np.exp(x - x.max(axis=dim, keepdims=True))
+            return e / total(e, axis=dim, keepdims=True)
+
+        return softmax.forward(x, dim, False, reference)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         y = ctx.output
-        # dy_i/dx_j = y_i (delta_ij - y_j)  =>  dx = y * (g - sum_j g_j y_j)
-        return y * (grad - (grad * y).sum(ctx.dim, keepdim=True))
+
+        def rule() -> Tensor:
+            # dy_i/dx_j = y_i (delta_ij - y_j)  =>  dx = y * (g - sum_j g_j y_j)
+            return y * (grad - (grad * y).sum(ctx.dim, keepdim=True))
+
+        return _fast_grad(grad, y, ctx.dim, False, rule)
 
 
 class LogSoftmax(Function):
@@ -84,11 +93,30 @@ class LogSoftmax(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, dim: int) -> np.ndarray:
         ctx.dim = dim
-        z = x - x.max(axis=dim, keepdims=True)
-        # log-sum-exp shifted by the max: the sum is >= 1, so its log loses nothing
-        return z - np.log(total(np.exp(z), axis=dim, keepdims=True))
+
+        def reference() -> np.ndarray:
+            z = x - x.max(axis=dim, keepdims=True)
+            # log-sum-exp shifted by the max: the sum is >= 1, so its log loses nothing
+            return z - np.log(total(np.exp(z), axis=dim, keepdims=True))
+
+        return softmax.forward(x, dim, True, reference)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
-        # dy_i/dx_j = delta_ij - softmax_j  =>  dx = g - softmax * sum_i g_i
-        return grad - ctx.output.exp() * grad.sum(ctx.dim, keepdim=True)
+        y = ctx.output
+
+        def rule() -> Tensor:
+            # dy_i/dx_j = delta_ij - softmax_j  =>  dx = g - softmax * sum_i g_i
+            return grad - y.exp() * grad.sum(ctx.dim, keepdim=True)
+
+        return _fast_grad(grad, y, ctx.dim, True, rule)
+
+
+def _fast_grad(grad: Tensor, y: Tensor, dim: int, log: bool, rule: Any) -> Tensor:
+    """The gradient ``rule()`` (Tensor operations, the math written once), run by the
+    softmax family's kernel, except under ``create_graph``, where the rule is recorded so
+    that it differentiates again."""
+    if is_grad_enabled():
+        return rule()
+    return type(grad)._wrap(softmax.backward(grad.data, y.data, dim, log,
+                                             lambda: rule().data))
