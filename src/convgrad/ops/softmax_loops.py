@@ -6,9 +6,9 @@ and for a classifier's logits, H*W for NCHW), and a per-position array ``s`` as
 ``(outer, inner)``.  Each loop has two forms, ``(rows, blocks)``: where ``inner`` is 1
 the rows form takes ``(outer, C)`` and ``(outer,)`` views and runs along each row; else
 the blocks form runs along ``inner``, contiguous in memory.  Both are a ``prange`` over
-``outer`` (one loop body serving both cases ran 3.5x slower on rows).  The exponentials and logarithms are not here: NumPy's vector
-``exp`` and ``log`` run them (:mod:`.softmax`); Numba calls the C library's scalar ones,
-3-4x slower here.
+``outer`` (one loop body serving both cases ran 3.5x slower on rows).  The exponentials
+and logarithms are not here: NumPy's vector ``exp`` and ``log`` run them
+(:mod:`.softmax`); Numba calls the C library's scalar ones, 3-4x slower here.
 
 * ``max_shift``: ``out = x - max_C x`` (a NaN anywhere along the axis is the maximum:
   the slice becomes NaN, as the NumPy reference);
