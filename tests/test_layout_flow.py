@@ -154,3 +154,29 @@ def test_sums_over_a_channel_slice_of_a_channels_last_array(width, compiled, mon
     exact = part.astype(np.float64).sum(axis=(0, 2, 3, 4))
     theirs = torch.from_numpy(part).sum(dim=(0, 2, 3, 4)).numpy()
     _within_torch(runs[0], theirs, exact)
+
+
+def test_the_profiler_sees_a_concatenation_and_the_gradient_sums():
+    """A skip connection (an activation used twice) and a concatenation: both show in the
+    profile, the concatenation as a ``layout`` event keeping channels-last, the sum of
+    the two gradients of the shared activation as an ``eltwise`` add; the input's
+    gradient matches torch float64's (within 2x torch float32's error)."""
+    x = _cl((2, 8, 16, 16))
+    cx = cg.tensor(x, requires_grad=True)
+    with cg.profile() as prof:
+        a = cx * 2.0
+        y = cg.cat([a, a.sigmoid()], dim=1)
+        (y * y).sum().backward()
+    layout = [(e.name, e.algorithm) for e in prof.of("layout")]
+    assert ("concatenate", "numpy") in layout, layout
+    adds = [e for e in prof.of("eltwise") if e.name == "add"]
+    assert adds and adds[-1].shapes == ((2, 8, 16, 16), (2, 8, 16, 16)), adds
+    assert layouts.is_channels_last(y.data)
+    grads = {}
+    for dtype in (torch.float64, torch.float32):
+        tx = torch.tensor(x, dtype=dtype, requires_grad=True)
+        ta = tx * 2.0
+        ty = torch.cat([ta, ta.sigmoid()], dim=1)
+        (ty * ty).sum().backward()
+        grads[dtype] = tx.grad.numpy()
+    _within_torch(cx.grad.data, grads[torch.float32], grads[torch.float64])

@@ -289,7 +289,16 @@ def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool,
 
 
 def _add_constant(a: Tensor | None, b: Tensor) -> Tensor:
-    return b if a is None else _wrap(a.data + b.data)
+    """``a + b``, recording nothing: the tensor layer's addition, on its kernel family
+    (multi-threaded for large float32 arrays, a profiler event)."""
+    if a is None:
+        return b
+    saved = grad_mode.is_grad_enabled()
+    grad_mode.set_mode(False)
+    try:
+        return a + b
+    finally:
+        grad_mode.set_mode(saved)
 
 
 def _add_recorded(a: Tensor | None, b: Tensor) -> Tensor:
