@@ -258,3 +258,31 @@ def test_wide_convolutions_run_blocked_and_agree(x_shape, w_shape, stride, paddi
                                     ("forward", "input gradient", "weight gradient")):
         err, t_err = np.abs(ours - ref).max(), np.abs(t32 - ref).max()
         assert err <= 2 * max(t_err, 1e-7 * np.abs(ref).max()), (what, err, t_err)
+
+
+def test_an_unpickled_network_runs_the_same_kernels():
+    """Arrays that come back from pickle (a pickled model, DataLoader workers) carry a
+    float32 dtype object equal to, but not the same object as, NumPy's own: every kernel
+    family takes them as float32 (they used to fall to the NumPy engine, im2col), and the
+    copy computes the original's values bit for bit."""
+    import pickle
+
+    from convgrad import nn
+
+    net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+                        nn.Conv2d(16, 8, 3, padding=1), nn.GroupNorm(2, 8), nn.SiLU())
+    x = np.random.default_rng(0).standard_normal((8, 3, 64, 64)).astype(np.float32)
+    runs = []
+    for model in (net, pickle.loads(pickle.dumps(net))):
+        xt = cg.tensor(pickle.loads(pickle.dumps(x)), requires_grad=True)
+        assert model is net or xt.data.dtype is not np.dtype(np.float32)
+        with cg.profile() as prof:
+            y = model(xt)
+            (y * y).sum().backward()
+        runs.append(([(e.name, e.algorithm) for e in prof.events], y.data, xt.grad.data))
+    (ev_a, y_a, g_a), (ev_b, y_b, g_b) = runs
+    assert ev_a == ev_b
+    if onednn_available():
+        assert any(alg.startswith("onednn") for name, alg in ev_b if name == "conv_forward")
+    np.testing.assert_array_equal(y_a, y_b)
+    np.testing.assert_array_equal(g_a, g_b)

@@ -86,7 +86,7 @@ def _algorithm(arrays: tuple, size: int, min_size: int) -> str:
     pinned = ELTWISE.pinned()
     if pinned == "numpy":
         return "numpy"
-    if not all(type(a) is np.ndarray and a.dtype is _F32 and a.flags.aligned
+    if not all(type(a) is np.ndarray and a.dtype == _F32 and a.flags.aligned
                for a in arrays):
         return "numpy"  # float64 stays exact on NumPy; dask arrays are chunked there
     if pinned != "onednn" and size < min_size:
@@ -118,7 +118,7 @@ def activation(name: str, x: Any, reference: Callable[[], Any], alpha: float = 0
         least = MIN_PIECEWISE_SIZE if name in _PIECEWISE else MIN_ONEDNN_SIZE
         alg = ACTIVATIONS[name][0]
         if (name == "relu" and ELTWISE.pinned() in (None, "numba") and type(x) is np.ndarray
-                and x.dtype is _F32 and x.size >= MIN_PIECEWISE_SIZE and is_dense(x)
+                and x.dtype == _F32 and x.size >= MIN_PIECEWISE_SIZE and is_dense(x)
                 and eltwise_loops.loops() is not None):
             rec.algorithm = "numba"  # np.maximum(x, 0) bit for bit, on every core
             out = np.empty_like(x)
@@ -193,7 +193,7 @@ def binary(op: str, a: Any, b: Any, reference: Callable[[], Any]) -> Any:
     """``a op b`` (``op`` one of add, sub, mul, div) with NumPy's broadcasting;
     ``reference()`` is the NumPy result."""
     with ELTWISE.record(op, _shape(a), _shape(b)) as rec:
-        if type(b) in _WEAK or (isinstance(b, np.generic) and b.dtype is _F32):
+        if type(b) in _WEAK or (isinstance(b, np.generic) and b.dtype == _F32):
             b = np.array(b, dtype=np.float32)
         if type(a) in _WEAK and op in ("add", "mul"):
             a, b = b, np.array(a, dtype=np.float32)

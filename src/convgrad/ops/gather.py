@@ -37,7 +37,7 @@ def _views(full: np.ndarray, index: np.ndarray, dim: int) -> tuple | None:
     """``full`` as (outer, C, inner) and ``index`` (size 1 along ``dim``, intp, within
     [0, C)) as (outer, inner), in ``full``'s memory order; None where the loops do not
     apply."""
-    if (GATHER.pinned() == "numpy" or full.dtype is not _F32 or type(index) is not np.ndarray
+    if (GATHER.pinned() == "numpy" or full.dtype != _F32 or type(index) is not np.ndarray
             or index.dtype != np.intp or index.shape[dim] != 1 or index.ndim != full.ndim
             or any(n != m for d, (n, m) in enumerate(zip(index.shape, full.shape))
                    if d != dim)

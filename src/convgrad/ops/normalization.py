@@ -53,7 +53,7 @@ def _channels_last(x: np.ndarray) -> bool | None:
 def _plan(pass_name: str, x: np.ndarray, flags: int, eps: float) -> NormPlan | None:
     """The oneDNN plan for this call, or None: the NumPy reference runs it."""
     pinned = NORM.pinned()
-    if pinned in ("numpy", "chunked") or x.dtype is not _F32 or x.ndim < 2:
+    if pinned in ("numpy", "chunked") or x.dtype != _F32 or x.ndim < 2:
         return None
     layout = _channels_last(x)
     if layout is None:  # a strided view: the reference reads it as it is
@@ -247,7 +247,7 @@ def _chunks(x: np.ndarray) -> _Chunks | None:
     passes (:mod:`.norm_loops`, algorithm ``numba``) where Numba is installed, unless
     ``prefer("chunked")`` pins the NumPy passes; its ``algorithm`` says which."""
     pinned = NORM.pinned()
-    if pinned == "numpy" or x.dtype is not _F32 or x.ndim < 2 or x.size == 0:
+    if pinned == "numpy" or x.dtype != _F32 or x.ndim < 2 or x.size == 0:
         return None
     if x.flags.c_contiguous:
         rows = x.size == x.shape[0] * x.shape[1]  # no spatial dims: rows
@@ -449,7 +449,7 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
         if plan is not None:
             rec.algorithm = plan.name
             cl = plan.channels_last
-            if _channels_last(g) is not cl or g.dtype is not _F32:  # to x's layout
+            if _channels_last(g) is not cl or g.dtype != _F32:  # to x's layout
                 staged = layouts.empty(x.shape, cl, x.dtype)
                 np.copyto(staged, g)
                 g = staged
@@ -482,7 +482,7 @@ def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, nee
     ``gx = a g + k xh + c = a g + (k inv) d + (c - k inv lo)`` with ``a = w inv``,
     ``k = -a gw/n``, ``c = -a gb/n``."""
     n = x.size // x.shape[1]
-    if g.dtype is not x.dtype:
+    if g.dtype != x.dtype:
         g = g.astype(x.dtype)
     try:
         chunks.view(g)

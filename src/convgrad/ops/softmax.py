@@ -43,7 +43,7 @@ def _algorithm(*arrays: Any) -> str:
     """The one decision: "numba" or "numpy" for a pass on ``arrays``."""
     if SOFTMAX.pinned() == "numpy":
         return "numpy"
-    if not all(type(a) is np.ndarray and a.dtype is _F32 for a in arrays):
+    if not all(type(a) is np.ndarray and a.dtype == _F32 for a in arrays):
         return "numpy"  # float64 stays the NumPy reference; dask arrays are chunked there
     if arrays[0].size < MIN_LOOP_SIZE and SOFTMAX.pinned() != "numba":
         return "numpy"

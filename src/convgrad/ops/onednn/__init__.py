@@ -205,7 +205,7 @@ def reason(pass_name: str, lhs_shape: tuple, rhs_shape: tuple, out_shape: tuple,
 def _lookup_for(pass_name: str, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray,
                 spec: ConvSpec, bias: bool, checked: bool, relu_slope: float | None = None):
     arrays = (lhs, rhs, out)
-    if any(a.dtype is not _F32 for a in arrays):
+    if any(a.dtype != _F32 for a in arrays):
         return "dtype: oneDNN convolves float32 only on CPU"
     if not all(a.flags.aligned for a in arrays):
         return "an array is not aligned to its item size"

@@ -340,7 +340,7 @@ class Plan(Execution):
         arrays = {"lhs": lhs, "rhs": rhs, "out": out}
         ptrs = {}
         for (key, shape, strides, dense), a in zip(self._expect, (lhs, rhs, out)):
-            if (not isinstance(a, np.ndarray) or a.dtype is not F32 or a.shape != shape
+            if (not isinstance(a, np.ndarray) or a.dtype != F32 or a.shape != shape
                     or (a.strides != strides if strides is not None
                         else a.strides != dense and not a.flags.c_contiguous)
                     or (ptrs.setdefault(key, a.ctypes.data) % ITEMSIZE)):
@@ -360,7 +360,7 @@ class Plan(Execution):
                 raise ValueError(f"onednn plan {self.pass_name}: bias must be an array of "
                                  f"shape ({n},), got "
                                  f"{getattr(bias, 'shape', type(bias).__name__)}")
-            if bias.dtype is not F32 or not bias.flags.c_contiguous:
+            if bias.dtype != F32 or not bias.flags.c_contiguous:
                 bias = np.ascontiguousarray(bias, dtype=np.float32)
             arrays["bias"] = bias
             ptrs["bias"] = bias.ctypes.data

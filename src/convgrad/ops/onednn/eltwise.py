@@ -107,7 +107,7 @@ class EltwisePlan(Execution):
         ptrs = {}
         for key in self._keys:
             a = arrays[key]
-            if a.dtype is not F32:
+            if a.dtype != F32:
                 raise ValueError(f"onednn eltwise plan: {key} must be float32, got {a.dtype}")
             ptrs[key] = a.ctypes.data
         self.execute(arrays, ptrs)

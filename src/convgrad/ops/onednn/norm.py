@@ -132,11 +132,11 @@ class NormPlan(Execution):
                 ok = (isinstance(a, np.ndarray) and a.dtype == np.uint8
                       and a.nbytes >= self.workspace_size and a.flags.c_contiguous)
             elif op.key in ("src", "dst", "diff_dst", "diff_src"):
-                ok = (isinstance(a, np.ndarray) and a.dtype is F32 and a.shape == self.shape
+                ok = (isinstance(a, np.ndarray) and a.dtype == F32 and a.shape == self.shape
                       and all(n == 1 or s == 4 * d for n, s, d in zip(
                           a.shape, a.strides, _strides(self.shape, self.channels_last))))
             else:
-                ok = (isinstance(a, np.ndarray) and a.dtype is F32
+                ok = (isinstance(a, np.ndarray) and a.dtype == F32
                       and a.shape == (self.shape[1],) and a.flags.c_contiguous)
             if not ok or (op.output and not a.flags.writeable):
                 raise ValueError(f"onednn norm plan {self.pass_name}: {op.key} must be a "

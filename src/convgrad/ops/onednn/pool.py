@@ -39,7 +39,7 @@ _cache = _Cache(128)
 
 def layout_of(a: np.ndarray) -> str | None:
     """"channels_last", "nchw" (both dense) or None (anything else, or not aligned)."""
-    if a.dtype is not F32 or not a.flags.aligned:
+    if a.dtype != F32 or not a.flags.aligned:
         return None
     if a.flags.c_contiguous:
         return "nchw"
@@ -168,7 +168,7 @@ def pool_plan(pass_name: str, x: np.ndarray | tuple, y: np.ndarray | tuple, wind
     shapes = []
     for a in (x, y):
         if isinstance(a, np.ndarray):
-            if a.dtype is not F32 or not a.flags.aligned:
+            if a.dtype != F32 or not a.flags.aligned:
                 return f"dtype {a.dtype}: oneDNN pools float32 only (aligned)"
             shapes.append((a.shape, tuple(s // ITEMSIZE for s in a.strides)))
         else:
