@@ -1,6 +1,7 @@
 """cg.load reads torch.save's zip format (state dicts) without unpickling code; cg.save
 to a .pt/.pth path writes a file torch.load(weights_only=True) reads."""
 
+import io
 import os
 import pickle
 import zipfile
@@ -133,3 +134,83 @@ def test_a_torch_state_dict_loads_where_torch_cannot_be_imported(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+class _SuperRes(cg.nn.Module):
+    """A user's model class (importable by name, as pickle needs)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = cg.nn.Conv2d(1, 9, 3, padding=1)
+        self.shuffle = cg.nn.PixelShuffle(3)
+
+    def forward(self, x):
+        return self.shuffle(self.conv(x))
+
+
+def test_a_whole_model_saved_loads_back_only_with_weights_only_false(tmp_path):
+    """``torch.save(model, path)`` (pytorch/examples' super_resolution) and torch.load's
+    arguments: by default the pickled model is refused as torch 2.6+ refuses it; with
+    weights_only=False it comes back, a model of the same class computing the same
+    values bit for bit (after a training step moved its parameters)."""
+    model = _SuperRes()
+    x = cg.tensor(np.random.default_rng(0).standard_normal((2, 1, 8, 8)).astype(np.float32))
+    opt = cg.optim.Adam(model.parameters(), lr=0.1)
+    model(x).pow(2).mean().backward()
+    opt.step()
+    path = tmp_path / "model_epoch_1.pth"
+    cg.save(model, path)
+    with pytest.raises(ValueError, match="weights_only=False"):
+        cg.load(path)
+    back = cg.load(path, map_location="cpu", weights_only=False)
+    assert type(back) is _SuperRes and back is not model
+    np.testing.assert_array_equal(back(x).data, model(x).data)
+    sd = cg.load(path, map_location=lambda storage, loc: storage, weights_only=False)
+    assert isinstance(sd, _SuperRes)
+
+
+def test_load_takes_torchs_arguments(tmp_path):
+    m = _cg_model()
+    path = tmp_path / "sd.pt"
+    cg.save(m.state_dict(), path)
+    for where in ("cpu", cg.device("cpu"), torch.device("cpu"), {"cuda:0": "cpu"},
+                  lambda storage, loc: storage):
+        sd = cg.load(path, map_location=where, weights_only=True, mmap=True)
+        assert list(sd) == list(m.state_dict())
+    with pytest.raises(ValueError, match="map_location.*cuda"):
+        cg.load(path, map_location="cuda:0")
+    with pytest.raises(ValueError, match="map_location.*cuda"):
+        cg.load(path, map_location={"cpu": "cuda"})
+    with pytest.raises(TypeError, match="weights_only"):
+        cg.load(path, weights_only="yes")
+    with pytest.raises(ValueError, match="pickle_module"):
+        cg.load(path, pickle_module=os)
+    with pytest.raises(TypeError, match="neither plain state nor picklable"):
+        cg.save({"f": lambda: 0}, tmp_path / "bad.pt")
+
+
+def test_a_whole_model_loads_state_only_with_its_classes_allowed(tmp_path):
+    """pytorch/examples' super_resolve.py: ``torch.load(f)`` of a whole model inside
+    ``torch.serialization.safe_globals([Net, ReLU, Conv2d, PixelShuffle])`` named by
+    their ``torch.nn.modules`` paths, from an open file. The arrays are ``.npy`` members
+    (an array held twice comes back as one), the classes the only globals."""
+    model = _SuperRes()
+    model.tied = model.conv.weight  # a second reference to one parameter
+    path = tmp_path / "model.pth"
+    cg.save(model, path)
+    with zipfile.ZipFile(path) as z:
+        assert sum(n.endswith(".npy") for n in z.namelist()) == 2  # weight, bias
+    allowed = [_SuperRes, cg.nn.modules.conv.Conv2d, cg.nn.modules.pixelshuffle.PixelShuffle]
+    with open(path, "rb") as f, cg.serialization.safe_globals(allowed):
+        back = cg.load(f)
+    assert cg.serialization.get_safe_globals() == []
+    assert back.tied is back.conv.weight
+    x = cg.tensor(np.random.default_rng(1).standard_normal((1, 1, 6, 6)).astype(np.float32))
+    np.testing.assert_array_equal(back(x).data, model(x).data)
+    with pytest.raises(ValueError, match="PixelShuffle"):  # a class not allowed
+        with cg.serialization.safe_globals(allowed[:2]):
+            cg.load(path)
+    buf = io.BytesIO()
+    cg.save(model.state_dict(), buf)  # a file object: torch's format
+    buf.seek(0)
+    assert list(torch.load(buf, weights_only=True)) == list(model.state_dict())

@@ -118,10 +118,11 @@ __all__ = [
 
 
 def __getattr__(name: str):
-    # the heavier layers load on first use: cg.nn, cg.optim, cg.metrics, cg.utils, cg.save, cg.load
+    # the heavier layers load on first use: cg.nn, cg.optim, cg.metrics, cg.utils,
+    # cg.serialization, cg.save, cg.load
     import importlib
 
-    if name in ("nn", "optim", "metrics", "utils"):
+    if name in ("nn", "optim", "metrics", "utils", "serialization"):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import functional, init, parallel, utils
+from . import functional, init, modules, parallel, utils
 from .activation import (
     ELU,
     GELU,
@@ -72,7 +72,8 @@ from .resampling import PixelShuffle, PixelUnshuffle, Upsample
 from .state import IncompatibleKeys
 
 __all__ = [
-    "functional", "init", "parallel", "Module", "Parameter", "Sequential", "IncompatibleKeys",
+    "functional", "init", "modules", "parallel", "Module", "Parameter", "Sequential",
+    "IncompatibleKeys",
     "utils", "ModuleList", "ModuleDict",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Linear", "Identity", "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Flatten",

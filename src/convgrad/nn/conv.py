@@ -88,6 +88,14 @@ class _ConvNd(Module):
             self._cached_args, self._cached_key = self._make_args(), key
         return self._cached_args
 
+    def __getstate__(self) -> dict:
+        # a pickled layer (``save(model, path)``) holds its hyper-parameters, not the
+        # arguments cached from them (remade on the first call)
+        state = self.__dict__.copy()
+        state["_cached_key"] = None
+        state.pop("_cached_args", None)
+        return state
+
     def reset_parameters(self, rng: Any = None) -> None:
         """PyTorch's default: kaiming_uniform(a=sqrt(5)) weights, U(+-1/sqrt(fan_in)) bias.
 

@@ -17,8 +17,10 @@ fails a check raises a ValueError naming the path.
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import pickle
 import zipfile
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -26,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import check_device, device
 from ..tensor import Tensor
 from .safetensors_format import load_safetensors, save_safetensors
 from .structure import Malformed as _Malformed
@@ -57,6 +60,9 @@ def save(obj: Any, path: str | os.PathLike) -> None:
     """Write ``obj`` to ``path``: nested checkpoint state (or a state dict) as ``.npz``, or a
     flat mapping of names to arrays as ``.safetensors`` when the path ends so."""
     fn = "save"
+    if hasattr(path, "write"):  # an open binary file (torch.save(obj, f)): torch's format
+        save_torch(obj, path)
+        return
     path = _path(path, fn)
     if _is_safetensors(path):
         save_safetensors(obj, path, fn)
@@ -89,8 +95,29 @@ def _write_archive(path: str, arrays: list[tuple[str, np.ndarray]],
                 np.lib.format.write_array(member, np.asanyarray(arr), allow_pickle=False)
 
 
-def load(path: str | os.PathLike) -> Any:
-    """Read a file written by :func:`save` (or by ``np.savez`` / safetensors).
+def _check_map_location(fn: str, value: Any) -> None:
+    """torch's ``map_location``: everything convgrad loads is in CPU memory, so a device
+    must be the CPU (a dict's targets too); a function is accepted and not called."""
+    if value is None or callable(value) and not isinstance(value, str | device):
+        return
+    if isinstance(value, Mapping):
+        for target in value.values():
+            check_device(f"{fn}: map_location", target)
+        return
+    check_device(f"{fn}: map_location", value)
+
+
+def load(path: str | os.PathLike, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None) -> Any:
+    """Read a file written by :func:`save` (or by ``np.savez`` / safetensors / torch.save).
+
+    torch's arguments: ``map_location`` may name the CPU only (``"cpu"``, a device, a dict
+    whose targets are the CPU, or a function, which is not called: everything loads into
+    CPU memory); ``weights_only`` (default True) reads state only, and ``False`` also
+    unpickles any object in a ``torch.save`` archive (a whole module saved with
+    ``save(model, path)``), which runs its code: only for files you trust, as torch;
+    ``mmap`` is accepted (the file is read either way); ``pickle_module`` must be None or
+    ``pickle``.
 
     A plain archive gives names -> ndarrays in the saved order; a nested checkpoint
     gives back the saved object (Tensors as Tensors, arrays as ndarrays, tuples as
@@ -101,29 +128,47 @@ def load(path: str | os.PathLike) -> Any:
     nothing is ever unpickled.
     """
     fn = "load"
-    path = _path(path, fn)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"{fn}: no such file: {path!r}")
-    if _is_safetensors(path):
-        return load_safetensors(path, fn)
-    with open(path, "rb") as f:
-        magic = f.read(4)
+    if hasattr(path, "read"):  # an open binary file (torch.load(f)): read whole
+        data = path.read()
+        if not isinstance(data, bytes):
+            raise TypeError(f"{fn}: the file object {path!r} gave {type(data).__name__}; "
+                            "expected a file opened in binary mode ('rb')")
+        name = getattr(path, "name", "<file object>")
+        path = io.BytesIO(data)
+    else:
+        path = name = _path(path, fn)
+    _check_map_location(fn, map_location)
+    for arg, flag in (("weights_only", weights_only), ("mmap", mmap)):
+        if flag is not None and not isinstance(flag, bool):
+            raise TypeError(f"{fn}: {arg}={flag!r} must be a bool or None")
+    if pickle_module is not None and pickle_module is not pickle:
+        raise ValueError(f"{fn}: pickle_module={pickle_module!r} is not supported; expected "
+                         "None or the pickle module")
+    if isinstance(path, str):
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{fn}: no such file: {path!r}")
+        if _is_safetensors(path):
+            return load_safetensors(path, fn)
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    else:
+        magic = path.getvalue()[:4]
     if magic not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip archive (or an empty one)
-        raise ValueError(f"{fn}: {path!r} is not an .npz archive (no zip signature; "
+        raise ValueError(f"{fn}: {name!r} is not an .npz archive (no zip signature; "
                          "expected a file written by convgrad.save, or by torch.save in its "
                          "zip format)")
     if is_torch_archive(path):
         try:
-            return load_torch(path)
+            return load_torch(path, trusted=weights_only is False)
         except Exception as e:  # any failure to parse an untrusted file is a bad file
-            raise ValueError(f"{fn}: {path!r} is not a PyTorch state file convgrad can read: "
+            raise ValueError(f"{fn}: {name!r} is not a PyTorch state file convgrad can read: "
                              f"{type(e).__name__}: {e}") from None
     try:
         return _read_archive(path)
     except _Malformed as e:
-        raise ValueError(f"{fn}: {path!r} is not a valid .npz state file: {e}") from None
+        raise ValueError(f"{fn}: {name!r} is not a valid .npz state file: {e}") from None
     except Exception as e:  # any other failure to parse an untrusted file is a bad file
-        raise ValueError(f"{fn}: {path!r} is not a valid .npz state file (truncated or "
+        raise ValueError(f"{fn}: {name!r} is not a valid .npz state file (truncated or "
                          f"corrupt?): {type(e).__name__}: {e}") from None
 
 
@@ -131,10 +176,11 @@ def load(path: str | os.PathLike) -> Any:
 _MAX_EXPANSION = 1032
 
 
-def _read_archive(path: str) -> Any:
+def _read_archive(path: str | io.BytesIO) -> Any:
     out: OrderedDict[str, np.ndarray] = OrderedDict()
     structure = None
-    budget = max(os.path.getsize(path), 1) * _MAX_EXPANSION
+    size = os.path.getsize(path) if isinstance(path, str) else len(path.getvalue())
+    budget = max(size, 1) * _MAX_EXPANSION
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
             name = info.filename

@@ -1,0 +1,7 @@
+"""torch.nn.modules.batchnorm's names, for scripts that import them from there."""
+
+from __future__ import annotations
+
+from ..normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm, _NormBase
+
+__all__ = ["_NormBase", "_BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]

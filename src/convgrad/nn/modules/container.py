@@ -1,0 +1,8 @@
+"""torch.nn.modules.container's names, for scripts that import them from there."""
+
+from __future__ import annotations
+
+from ..containers import ModuleDict, ModuleList
+from ..module import Sequential
+
+__all__ = ["Sequential", "ModuleList", "ModuleDict"]

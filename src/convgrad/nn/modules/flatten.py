@@ -1,0 +1,7 @@
+"""torch.nn.modules.flatten's names, for scripts that import them from there."""
+
+from __future__ import annotations
+
+from ..layers import Flatten
+
+__all__ = ["Flatten"]

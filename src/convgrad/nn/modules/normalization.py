@@ -1,0 +1,7 @@
+"""torch.nn.modules.normalization's names, for scripts that import them from there."""
+
+from __future__ import annotations
+
+from ..normalization import GroupNorm, LayerNorm
+
+__all__ = ["GroupNorm", "LayerNorm"]

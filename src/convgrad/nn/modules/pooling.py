@@ -1,0 +1,27 @@
+"""torch.nn.modules.pooling's names, for scripts that import them from there."""
+
+from __future__ import annotations
+
+from ..pooling import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
+    AvgPool1d,
+    AvgPool2d,
+    AvgPool3d,
+    MaxPool1d,
+    MaxPool2d,
+    MaxPool3d,
+    _AdaptiveAvgPoolNd,
+    _AdaptiveMaxPoolNd,
+    _AvgPoolNd,
+    _MaxPoolNd,
+)
+
+__all__ = ["_MaxPoolNd", "MaxPool1d", "MaxPool2d", "MaxPool3d", "_AvgPoolNd", "AvgPool1d",
+           "AvgPool2d", "AvgPool3d", "_AdaptiveAvgPoolNd", "AdaptiveAvgPool1d",
+           "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "_AdaptiveMaxPoolNd", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d"]
