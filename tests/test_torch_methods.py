@@ -165,3 +165,16 @@ def test_module_hooks_with_torchs_signatures():
     assert len(calls) == len(tcalls) == 2 and calls[1][0] is None and tcalls[1][0] is None
     np.testing.assert_allclose(calls[0][0], tcalls[0][0], rtol=1e-5)
     np.testing.assert_allclose(calls[0][1], tcalls[0][1], rtol=1e-5)
+
+
+def test_t_transposes_a_matrix_as_torch():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = cg.tensor(a, requires_grad=True)
+    y = x.t()
+    np.testing.assert_array_equal(y.numpy(), torch.tensor(a).t().numpy())
+    (y * cg.tensor(np.arange(6, dtype=np.float32).reshape(3, 2))).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.arange(6, dtype=np.float32).reshape(3, 2).T)
+    v = cg.tensor([1.0, 2.0])
+    assert v.t().shape == (2,) and cg.tensor(3.0).t().shape == ()
+    with pytest.raises(ValueError, match="at most 2"):
+        cg.ones(2, 2, 2).t()

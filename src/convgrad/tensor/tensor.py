@@ -767,6 +767,13 @@ class Tensor(InPlaceMixin, TorchMethodsMixin):
     def T(self) -> Tensor:
         return self.permute(tuple(reversed(range(self.ndim))))
 
+    def t(self) -> Tensor:
+        """The transpose of a matrix; a 0-d or 1-d tensor as it is (torch's ``t``)."""
+        if self.ndim > 2:
+            raise ValueError(f"t: the tensor has {self.ndim} dims {self.shape}; expected at "
+                             "most 2 (use transpose(dim0, dim1) or permute)")
+        return self.transpose(0, 1) if self.ndim == 2 else self
+
     def expand(self, *shape: Any) -> Tensor:
         """Broadcast to ``shape`` (-1 keeps a size), like torch's expand."""
         shape = tuple(_shape_arg(shape))
