@@ -75,3 +75,46 @@ def test_spawn_runs_each_rank_and_reports_a_failure(tmp_path):
         mp.spawn(_fail, nprocs=2)
     with pytest.raises(ValueError, match="nprocs"):
         mp.spawn(_write, args=(tmp_path,), nprocs=0)
+
+
+def _add_in_place(rank, model, queue):
+    with cg.no_grad():
+        model[0].weight.data += rank + 1.0  # an optimiser's step writes in place too
+        model[1].running_mean += 10.0 * (rank + 1)
+    queue.put((rank, model[0].weight.is_shared()))
+
+
+def test_share_memory_lets_processes_update_one_model(tmp_path):
+    """Hogwild training (pytorch/examples' mnist_hogwild): after ``share_memory()`` the
+    processes a model is sent to write into the parent's parameters and buffers; plain
+    pickling still copies, and the shared files go when the arrays do."""
+    import gc
+    import glob
+    import pickle
+
+    import numpy as np
+
+    model = cg.nn.Sequential(cg.nn.Conv2d(2, 3, 3), cg.nn.BatchNorm2d(3))
+    w0 = model[0].weight.data.copy()
+    assert model.share_memory() is model
+    assert model[0].weight.is_shared() and model[0].bias.is_shared()
+    files = glob.glob("/dev/shm/convgrad-shared-*")
+    assert len(files) >= 4  # weight, bias, running mean and variance (and the count)
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_add_in_place, args=(r, model, queue)) for r in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert sorted(queue.get(timeout=10) for _ in procs) == [(0, True), (1, True)]
+    # +1 and +2 in either order: within one rounding of w0 + 3
+    np.testing.assert_allclose(model[0].weight.data, w0 + 3.0, rtol=0, atol=4.8e-7)
+    np.testing.assert_array_equal(model[1].running_mean, np.full(3, 30.0, np.float32))
+    copy = pickle.loads(pickle.dumps(model))  # a copy of the values, not the memory
+    assert not copy[0].weight.is_shared()
+    np.testing.assert_array_equal(copy[0].weight.data, model[0].weight.data)
+    del model, copy
+    gc.collect()
+    assert not any(f in glob.glob("/dev/shm/convgrad-shared-*") for f in files)

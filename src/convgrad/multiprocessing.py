@@ -3,8 +3,9 @@
 *args)``; with ``join`` the call waits for all, and a process that raised makes it raise
 a RuntimeError carrying that process's traceback.
 
-Tensors are not placed in shared memory (there is no ``Module.share_memory``): each
-process holds its own copy of what it was handed.
+A Tensor or module moved into shared memory first (``share_memory_``,
+``Module.share_memory``: :mod:`convgrad.tensor.shared_memory`) reaches a process as a
+reference to the same memory; anything else arrives as a copy.
 """
 
 from __future__ import annotations

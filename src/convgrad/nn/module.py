@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import devices as _device
 from ..tensor import Tensor
+from ..tensor import shared_memory as _shm
 from ..tensor.args import check_dtype
 from ..tensor.hooks import RemovableHandle
 from . import fusion as _fusion
@@ -387,6 +388,18 @@ class Module:
 
     def cpu(self) -> Module:
         """``self``: convgrad modules live on the CPU."""
+        return self
+
+    def share_memory(self) -> Module:
+        """Every parameter and buffer in shared memory (``Tensor.share_memory_``): the
+        processes this module is sent to through ``multiprocessing`` (hogwild training)
+        update the same values.  ``self``."""
+        for p in self.parameters():
+            p.share_memory_()
+        for m in self.modules():
+            for name, b in m._buffers.items():
+                if isinstance(b, np.ndarray):
+                    m._buffers[name] = _shm.share(b)
         return self
 
     def cuda(self, device: Any = None) -> Module:

@@ -29,6 +29,7 @@ from . import memory_format as _mf
 from . import reduce as _red
 from . import return_types as _rt
 from . import shape as _sh
+from . import shared_memory as _shm
 from . import version as _versions
 from .args import DTYPES as _DTYPES
 from .args import FLOATS as _FLOATS
@@ -641,6 +642,16 @@ class Tensor(InPlaceMixin, TorchMethodsMixin):
     def cpu(self) -> Tensor:
         """Self: convgrad tensors live on the CPU."""
         return self
+
+    def share_memory_(self) -> Tensor:
+        """Move the values into shared memory (:mod:`.shared_memory`): a process this
+        Tensor is sent to through ``multiprocessing`` updates the same values.  Self."""
+        self.data = _shm.share(self.data)
+        return self
+
+    def is_shared(self) -> bool:
+        """Whether the values are in shared memory (:meth:`share_memory_`)."""
+        return _shm.path_of(self.data) is not None
 
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
         """Always a ValueError: convgrad runs on the CPU only."""
