@@ -2,13 +2,14 @@
 (``gather`` with an index of size 1 along its dim), and its adjoint, on Numba's loops
 (:mod:`.pick_loops`) or NumPy.
 
-The NumPy reference of each pass is its Function's own code (:mod:`convgrad.tensor.gather`),
-handed in as a callable; this module decides which runs (:func:`_algorithm`) and records
-every run.  The loops run float32 ndarrays of at least :data:`MIN_LOOP_SIZE` elements,
-dense in one order of their dims, whose index has size 1 along the axis and the array's
-size along every other dim; the result of the adjoint takes the layout of the array the
-gather read.  Anything else (float64, the reference; an index of another shape; dask
-arrays) runs NumPy, which also sums repeated indices.
+The NumPy reference of each pass is its Function's own code
+(:mod:`convgrad.tensor.gather`), handed in as a callable; this module decides which runs
+(:func:`_views`: the loops' views, or None for NumPy) and records every run.  The loops
+run float32 ndarrays of at least :data:`MIN_LOOP_SIZE` elements, dense in one order of
+their dims, whose index has size 1 along the axis and the array's size along every other
+dim; the result of the adjoint takes the layout of the array the gather read.  Anything
+else (float64, the reference; an index of another shape; dask arrays) runs NumPy, which
+also sums repeated indices.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _views(full: np.ndarray, index: np.ndarray, dim: int) -> tuple | None:
     [0, C)) as (outer, inner), in ``full``'s memory order; None where the loops do not
     apply."""
     if (GATHER.pinned() == "numpy" or full.dtype != _F32 or type(index) is not np.ndarray
-            or index.dtype != np.intp or index.shape[dim] != 1 or index.ndim != full.ndim
+            or index.dtype != np.intp or index.ndim != full.ndim or index.shape[dim] != 1
             or any(n != m for d, (n, m) in enumerate(zip(index.shape, full.shape))
                    if d != dim)
             or (full.size < MIN_LOOP_SIZE and GATHER.pinned() != "numba")):
