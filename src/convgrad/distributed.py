@@ -9,6 +9,7 @@ RuntimeError that says so (never a silent no-op that would leave replicas apart)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from typing import Any, NoReturn
 
@@ -37,39 +38,21 @@ def is_initialized() -> bool:
     return False
 
 
-def _unavailable(name: str) -> NoReturn:
-    raise RuntimeError(f"convgrad.distributed.{name}: convgrad trains in one process and has "
-                       "no process group (distributed.is_available() is False); run the "
-                       "script without its distributed options")
+def _unavailable(name: str) -> Callable[..., NoReturn]:
+    """A function of torch.distributed that needs a process group: a RuntimeError."""
+    def refuse(*args: Any, **kwargs: Any) -> NoReturn:
+        raise RuntimeError(f"convgrad.distributed.{name}: convgrad trains in one process "
+                           "and has no process group (distributed.is_available() is "
+                           "False); run the script without its distributed options")
+    refuse.__name__ = refuse.__qualname__ = name
+    return refuse
 
 
-def init_process_group(*args: Any, **kwargs: Any) -> NoReturn:
-    _unavailable("init_process_group")
-
-
-def destroy_process_group(*args: Any, **kwargs: Any) -> NoReturn:
-    _unavailable("destroy_process_group")
-
-
-def get_rank(*args: Any, **kwargs: Any) -> NoReturn:
-    _unavailable("get_rank")
-
-
-def get_world_size(*args: Any, **kwargs: Any) -> NoReturn:
-    _unavailable("get_world_size")
-
-
-def all_reduce(*args: Any, **kwargs: Any) -> NoReturn:
-    _unavailable("all_reduce")
-
-
-def all_gather(*args: Any, **kwargs: Any) -> NoReturn:
-    _unavailable("all_gather")
-
-
-def broadcast(*args: Any, **kwargs: Any) -> NoReturn:
-    _unavailable("broadcast")
-
-
-def barrier(*args: Any, **kwargs: Any) -> NoReturn:
-    _unavailable("barrier")
+init_process_group = _unavailable("init_process_group")
+destroy_process_group = _unavailable("destroy_process_group")
+get_rank = _unavailable("get_rank")
+get_world_size = _unavailable("get_world_size")
+all_reduce = _unavailable("all_reduce")
+all_gather = _unavailable("all_gather")
+broadcast = _unavailable("broadcast")
+barrier = _unavailable("barrier")

@@ -35,9 +35,9 @@ _F32 = np.dtype(np.float32)
 
 
 def _views(full: np.ndarray, index: np.ndarray, dim: int) -> tuple | None:
-    """``full`` as (outer, C, inner) and ``index`` (size 1 along ``dim``, intp, within
-    [0, C)) as (outer, inner), in ``full``'s memory order; None where the loops do not
-    apply."""
+    """``full`` as (outer, C, inner), ``index`` (size 1 along ``dim``, intp, within
+    [0, C)) as (outer, inner), both in ``full``'s memory order, and that order; None
+    where the loops do not apply."""
     if (GATHER.pinned() == "numpy" or full.dtype != _F32 or type(index) is not np.ndarray
             or index.dtype != np.intp or index.ndim != full.ndim or index.shape[dim] != 1
             or any(n != m for d, (n, m) in enumerate(zip(index.shape, full.shape))
@@ -54,7 +54,7 @@ def _views(full: np.ndarray, index: np.ndarray, dim: int) -> tuple | None:
         return None  # NumPy's indexing raises (or wraps a negative index) as before
     if jit.thread_safe():
         jit.set_threads(num_threads())
-    return xs, t
+    return xs, t, order
 
 
 def _loop(name: str, full: np.ndarray) -> Callable[..., None]:
@@ -72,11 +72,10 @@ def gather(x: Any, index: Any, dim: int, reference: Callable[[], Any]) -> Any:
         views = _views(x, index, dim) if type(x) is np.ndarray else None
         if views is not None:
             rec.algorithm = "numba"
-            xs, t = views
+            xs, t, order = views
             out = np.empty(t.shape, x.dtype)
             _loop("pick", xs)(xs, t, out)
             # (outer, inner) in x's memory order -> index's shape
-            order = memory_order(x)
             shape = [index.shape[d] for d in order]
             return out.reshape(shape).transpose(np.argsort(order))
         rec.algorithm = "numpy"
@@ -92,8 +91,7 @@ def scatter_add(g: Any, index: Any, dim: int, like: Any, reference: Callable[[],
         views = _views(out, index, dim) if out is not None else None
         if views is not None:
             rec.algorithm = "numba"
-            outs, t = views
-            order = memory_order(out)
+            outs, t, order = views
             gs = np.ascontiguousarray(g.transpose(order)).reshape(t.shape)
             _loop("place", outs)(gs, t, outs)
             return out

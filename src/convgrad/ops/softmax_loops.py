@@ -6,7 +6,9 @@ and for a classifier's logits, H*W for NCHW), and a per-position array ``s`` as
 ``(outer, inner)``.  Each loop has two forms, ``(rows, blocks)``: where ``inner`` is 1
 the rows form takes ``(outer, C)`` and ``(outer,)`` views and runs along each row; else
 the blocks form runs along ``inner``, contiguous in memory.  Both are a ``prange`` over
-``outer`` (one loop body serving both cases ran 3.5x slower on rows).  The exponentials
+``outer``.  One loop body serving both cases ran 3.5x slower on rows, and the blocks
+form run on rows 2-5x slower than the rows form ((524288, 3) channels-last logits:
+``minus_scaled`` 2.9 against 1.1 ms; (256, 1000): 0.10 against 0.03 ms).  The exponentials
 and logarithms are not here: NumPy's vector ``exp`` and ``log`` run them
 (:mod:`.softmax`); Numba calls the C library's scalar ones, 3-4x slower here.
 

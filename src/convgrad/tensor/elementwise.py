@@ -55,10 +55,17 @@ def fast_grad(name: str, g: Tensor, x: Tensor, rule: Any, alpha: float = 0.0,
     ``name``, whose backward kernel reads ``x``: run by the eltwise family's kernel
     (oneDNN's backward primitive, or the rule itself on NumPy), except under
     ``create_graph``, where the rule is recorded so that it differentiates again."""
+    return kernel_or_rule(g, rule, lambda reference: eltwise.activation_grad(
+        name, g.data, x.data, reference, alpha, beta, supported))
+
+
+def kernel_or_rule(g: Tensor, rule: Any, kernel: Any) -> Tensor:
+    """A gradient: the Tensor ``rule()`` recorded under ``create_graph`` (so that it
+    differentiates again), else ``kernel(reference)`` wrapped, a kernel family's run
+    whose NumPy reference is ``rule``'s value."""
     if is_grad_enabled():
         return rule()
-    return type(g)._wrap(eltwise.activation_grad(name, g.data, x.data, lambda: rule().data,
-                                                 alpha, beta, supported))
+    return type(g)._wrap(kernel(lambda: rule().data))
 
 
 def _zero_where(mask: Any, value: Tensor) -> Tensor:

@@ -11,9 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import OUTPUT, Context, Function, is_grad_enabled
+from ..autograd import OUTPUT, Context, Function
 from ..ops import softmax
 from ..ops.reduction import total
+from .elementwise import kernel_or_rule
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
@@ -114,9 +115,6 @@ class LogSoftmax(Function):
 
 def _fast_grad(grad: Tensor, y: Tensor, dim: int, log: bool, rule: Any) -> Tensor:
     """The gradient ``rule()`` (Tensor operations, the math written once), run by the
-    softmax family's kernel, except under ``create_graph``, where the rule is recorded so
-    that it differentiates again."""
-    if is_grad_enabled():
-        return rule()
-    return type(grad)._wrap(softmax.backward(grad.data, y.data, dim, log,
-                                             lambda: rule().data))
+    softmax family's kernel except under ``create_graph``."""
+    return kernel_or_rule(grad, rule, lambda reference: softmax.backward(
+        grad.data, y.data, dim, log, reference))
