@@ -168,3 +168,30 @@ def test_channels_last_model_trains_like_the_contiguous_one():
     assert loss_cl == pytest.approx(loss_c, rel=1e-5)
     for p, q in zip(m_cl.parameters(), m_c.parameters()):
         np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("fn", ["zeros_like", "ones_like", "empty_like", "full_like",
+                                "rand_like", "randn_like"])
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "channels_last_3d",
+                                    "transposed"])
+@pytest.mark.parametrize("fmt", [None, "contiguous_format", "channels_last"])
+def test_like_functions_lay_out_their_result_as_torch(fn, layout, fmt):
+    """torch's ``memory_format=preserve_format`` default: a dense input's layout kept."""
+    shape = (2, 3, 4, 5, 6) if layout == "channels_last_3d" else (2, 3, 4, 5)
+    c, t = _pair(shape)
+    if layout == "transposed":
+        c, t = c.transpose(1, 3), t.transpose(1, 3)
+    elif layout != "contiguous":
+        c = c.contiguous(memory_format=getattr(cg, layout))
+        t = t.contiguous(memory_format=getattr(torch, layout))
+    extra = (2.5,) if fn == "full_like" else ()
+    kw = {} if fmt is None else {"memory_format": getattr(cg, fmt)}
+    tkw = {} if fmt is None else {"memory_format": getattr(torch, fmt)}
+    ours = _outcome(lambda: getattr(cg, fn)(c, *extra, **kw))
+    theirs = _outcome(lambda: getattr(torch, fn)(t, *extra, **tkw))
+    if isinstance(theirs, tuple):  # torch refused (a channels-last format of another rank)
+        assert isinstance(ours, tuple) and ours[0] == theirs[0], (ours, theirs)
+        return
+    assert _strides(ours) == theirs.stride() and ours.dtype == cg.float32
+    if fn in ("zeros_like", "ones_like", "full_like"):
+        np.testing.assert_array_equal(ours.data, theirs.numpy())

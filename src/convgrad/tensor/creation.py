@@ -3,7 +3,9 @@
 
 Each takes ``dtype``, ``device`` (the CPU only) and ``requires_grad``; the random ones
 take ``generator`` (a numpy Generator or an int seed; None: the library-wide generator
-of ``cg.manual_seed``).  Default dtypes are torch's: float32 for floats, int64 for
+of ``cg.manual_seed``).  The ``*_like`` forms take torch's ``memory_format``, by default
+``preserve_format``: the result lies in memory as the input does (a channels-last
+input gives a channels-last result).  Default dtypes are torch's: float32 for floats, int64 for
 integers (``full(shape, 3)``, ``arange(5)``, ``randint``, ``randperm``), bool for bools.
 """
 
@@ -17,6 +19,8 @@ import numpy as np
 from .. import devices as _device
 from .. import random as _random
 from ..autograd import tensor_type
+from ..ops import layouts as _layouts
+from . import memory_format as _mf
 from .args import check_dtype as _check_dtype
 from .args import shape_arg as _shape_arg
 from .args import tensor_dtype as _tensor_dtype
@@ -74,28 +78,48 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
     return _leaf("empty", np.empty(_shape("empty", size), dt), device, requires_grad)
 
 
+def _like_array(fn: str, input: Tensor, dtype: Any, memory_format: Any) -> np.ndarray:  # noqa: A002
+    """An uninitialised array of ``input``'s shape, of ``dtype`` (None: input's), laid out
+    per ``memory_format`` (``preserve_format``: as ``input``'s array, its dims' order in
+    memory kept)."""
+    dt = _like_dtype(fn, input, dtype)
+    fmt = _mf.check_format(fn, memory_format)
+    a = input.data
+    if fmt is _mf.preserve_format:
+        return np.empty_like(a, dtype=dt, order="K")
+    _mf.check_rank(fmt, a.ndim)
+    return _layouts.empty(a.shape, fmt is not _mf.contiguous_format, dt)
+
+
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None,  # noqa: A002
-               requires_grad: bool = False) -> Tensor:
-    dt = _like_dtype("zeros_like", input, dtype)
-    return _leaf("zeros_like", np.zeros(input.shape, dt), device, requires_grad)
+               requires_grad: bool = False, memory_format: Any = _mf.preserve_format
+               ) -> Tensor:
+    out = _like_array("zeros_like", input, dtype, memory_format)
+    out[...] = 0
+    return _leaf("zeros_like", out, device, requires_grad)
 
 
 def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None,  # noqa: A002
-              requires_grad: bool = False) -> Tensor:
-    dt = _like_dtype("ones_like", input, dtype)
-    return _leaf("ones_like", np.ones(input.shape, dt), device, requires_grad)
+              requires_grad: bool = False, memory_format: Any = _mf.preserve_format
+              ) -> Tensor:
+    out = _like_array("ones_like", input, dtype, memory_format)
+    out[...] = 1
+    return _leaf("ones_like", out, device, requires_grad)
 
 
 def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None,  # noqa: A002
-              device: Any = None, requires_grad: bool = False) -> Tensor:
-    dt = _like_dtype("full_like", input, dtype)
-    return _leaf("full_like", np.full(input.shape, fill_value, dt), device, requires_grad)
+              device: Any = None, requires_grad: bool = False,
+              memory_format: Any = _mf.preserve_format) -> Tensor:
+    out = _like_array("full_like", input, dtype, memory_format)
+    out[...] = fill_value
+    return _leaf("full_like", out, device, requires_grad)
 
 
 def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,  # noqa: A002
-               requires_grad: bool = False) -> Tensor:
-    dt = _like_dtype("empty_like", input, dtype)
-    return _leaf("empty_like", np.empty(input.shape, dt), device, requires_grad)
+               requires_grad: bool = False, memory_format: Any = _mf.preserve_format
+               ) -> Tensor:
+    out = _like_array("empty_like", input, dtype, memory_format)
+    return _leaf("empty_like", out, device, requires_grad)
 
 
 def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
@@ -107,17 +131,21 @@ def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = Non
 
 
 def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None,  # noqa: A002
-              device: Any = None, requires_grad: bool = False) -> Tensor:
-    dt = _check_dtype("rand_like", _like_dtype("rand_like", input, dtype))
-    return rand(input.shape, generator=generator, dtype=dt, device=device,
-                requires_grad=requires_grad)
+              device: Any = None, requires_grad: bool = False,
+              memory_format: Any = _mf.preserve_format) -> Tensor:
+    out = _like_array("rand_like", input, dtype, memory_format)
+    dt = _check_dtype("rand_like", out.dtype)
+    out[...] = _random.generator(generator, "rand_like").random(out.shape, dtype=dt)
+    return _leaf("rand_like", out, device, requires_grad)
 
 
 def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None,  # noqa: A002
-               device: Any = None, requires_grad: bool = False) -> Tensor:
-    dt = _check_dtype("randn_like", _like_dtype("randn_like", input, dtype))
-    data = _random.generator(generator, "randn_like").standard_normal(input.shape, dtype=dt)
-    return _leaf("randn_like", data, device, requires_grad)
+               device: Any = None, requires_grad: bool = False,
+               memory_format: Any = _mf.preserve_format) -> Tensor:
+    out = _like_array("randn_like", input, dtype, memory_format)
+    dt = _check_dtype("randn_like", out.dtype)
+    out[...] = _random.generator(generator, "randn_like").standard_normal(out.shape, dtype=dt)
+    return _leaf("randn_like", out, device, requires_grad)
 
 
 def _int(fn: str, name: str, value: Any) -> int:
