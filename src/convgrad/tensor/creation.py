@@ -130,22 +130,27 @@ def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = Non
     return _leaf("rand", data, device, requires_grad)
 
 
+def _random_like(fn: str, draw: str, input: Tensor, generator: Any, dtype: Any,  # noqa: A002
+                 device: Any, requires_grad: bool, memory_format: Any) -> Tensor:
+    """``input``'s shape and layout filled by the generator's method ``draw``."""
+    out = _like_array(fn, input, dtype, memory_format)
+    dt = _check_dtype(fn, out.dtype)
+    out[...] = getattr(_random.generator(generator, fn), draw)(out.shape, dtype=dt)
+    return _leaf(fn, out, device, requires_grad)
+
+
 def rand_like(input: Tensor, *, generator: Any = None, dtype: Any = None,  # noqa: A002
               device: Any = None, requires_grad: bool = False,
               memory_format: Any = _mf.preserve_format) -> Tensor:
-    out = _like_array("rand_like", input, dtype, memory_format)
-    dt = _check_dtype("rand_like", out.dtype)
-    out[...] = _random.generator(generator, "rand_like").random(out.shape, dtype=dt)
-    return _leaf("rand_like", out, device, requires_grad)
+    return _random_like("rand_like", "random", input, generator, dtype, device,
+                        requires_grad, memory_format)
 
 
 def randn_like(input: Tensor, *, generator: Any = None, dtype: Any = None,  # noqa: A002
                device: Any = None, requires_grad: bool = False,
                memory_format: Any = _mf.preserve_format) -> Tensor:
-    out = _like_array("randn_like", input, dtype, memory_format)
-    dt = _check_dtype("randn_like", out.dtype)
-    out[...] = _random.generator(generator, "randn_like").standard_normal(out.shape, dtype=dt)
-    return _leaf("randn_like", out, device, requires_grad)
+    return _random_like("randn_like", "standard_normal", input, generator, dtype, device,
+                        requires_grad, memory_format)
 
 
 def _int(fn: str, name: str, value: Any) -> int:
