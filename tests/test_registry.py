@@ -11,7 +11,8 @@ from convgrad.ops import prefer, registry
 def test_every_family_is_declared_once_with_its_algorithms():
     fams = registry.families()
     assert "conv" in fams
-    assert fams["conv"].algorithms == ("onednn", "numpy", "scatter", "direct", "im2col", "fft")
+    assert fams["conv"].algorithms == ("onednn", "numpy", "scatter", "direct", "im2col", "fft",
+                                      "winograd")
     with pytest.raises(ValueError, match="declared twice"):
         registry.family("conv", ("numpy",))
     assert registry.family("conv", fams["conv"].algorithms) is fams["conv"]

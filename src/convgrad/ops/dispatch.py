@@ -31,7 +31,7 @@ from math import prod
 
 import numpy as np
 
-from . import direct, jit, layouts, onednn
+from . import direct, jit, layouts, onednn, winograd
 from . import fft as fft_mod
 from .im2col import im2col_conv
 from .lowering import Lowered, lower
@@ -45,7 +45,7 @@ from .workspace import get_workspace_limit
 
 __all__ = ["ALGORITHMS", "CONV", "Choice", "Step", "output_channels_last", "choose"]
 
-ALGORITHMS = ("onednn", "numpy", "scatter", "direct", "im2col", "fft")
+ALGORITHMS = ("onednn", "numpy", "scatter", "direct", "im2col", "fft", "winograd")
 
 # C*O at most this: im2col's patch copy (C*K per output) costs more than its product
 # (O*C*K multiply-adds per output), so read the slab in place with the direct loops.
@@ -101,7 +101,7 @@ class Choice:
     """How one lowered pass runs; ``name`` is what the profiler shows."""
 
     name: str
-    low: Lowered | None          # the NumPy engine's lowered pass (None for oneDNN)
+    low: Lowered | None          # the NumPy engine's lowered pass (None: oneDNN, winograd)
     steps: tuple[Step, ...] = ()
     zero_fill: bool = False      # some outputs meet no real input sample
     budget: int = 0              # scatter: bytes of products for all workers
@@ -110,19 +110,26 @@ class Choice:
     batches: tuple = ()          # oneDNN in batch slices: ((slice, onednn.Plan), ...)
     tiles: fft_mod.Tiling | None = None  # fft: its tiles
     fused_relu: bool = False     # oneDNN applies the forward's (leaky) ReLU itself
+    pass_: Pass | None = None    # winograd: the pass it runs
+    lo: tuple = ()               # winograd: the forward's low padding per spatial dim
+    slope: float | None = None   # winograd: the fused (leaky) ReLU's slope
 
     @property
     def out(self) -> np.ndarray:
         """The array this plan fills."""
-        return self.arrays[2] if self.backend is not None else self.low.out_array
+        return self.arrays[2] if self.low is None else self.low.out_array
 
     @property
     def fused_bias(self) -> bool:
         """Whether running the plan also adds the forward's bias."""
-        return self.backend is not None and self.arrays[3] is not None
+        return self.low is None and self.arrays[3] is not None
 
     def run(self) -> int:
         """Execute; returns the multiply-add FLOPs performed."""
+        if self.name == "winograd":
+            lhs, rhs, out, bias = self.arrays
+            return winograd.winograd_conv(self.pass_, lhs, rhs, out, self.lo, bias,
+                                          self.slope)
         if self.backend is not None:
             lhs, rhs, out, bias = self.arrays
             if not self.batches:
@@ -483,6 +490,57 @@ def _fft_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
     return Choice("fft", lower(pass_, lhs, rhs, np.empty(out_shape, dtype), spec), tiles=tiles)
 
 
+# ---- Winograd F(2x2, 3x3) (:mod:`.winograd`): unstrided 3x3 2-D convolutions, channels-last
+# The forward and the input gradient, when both the summed and the output channels are in
+# this range and there are at least WINOGRAD_MIN_TILES 2x2 output tiles: there its 16
+# products per tile (36 direct) beat oneDNN's direct kernels; with fewer channels the
+# transforms cost more than the products save, with more a block of tiles that fits the
+# core's cache is too few rows for an efficient product, and few tiles leave the threads
+# too little work.  Measured (ms, Winograd / oneDNN, a oneDNN convolution right before
+# each, channels-last, forward and input gradient): (16, 64, 32, 32) 64->64 4.63 / 5.55
+# and 4.79 / 5.55; (8, 64, 32, 32) 2.31 / 2.83 and 2.39 / 2.89; (8, 128, 64, 32) 4.67 /
+# 5.50 and 4.27 / 5.72; but (8, 128, 16, 16) 2.60 / 2.74 and 2.49 / 2.76 (512 tiles,
+# 1.05-1.08x in other runs), (4, 64, 16, 16) 0.49 / 0.41, 48 channels 1.77 / 1.62, 32
+# 3.25 / 2.76, 96 7.46 / 6.80, 256 3.89 / 2.67.  (The weight gradient has no Winograd
+# form here: see :mod:`.winograd`.)
+WINOGRAD_CHANNELS = (64, 128)
+WINOGRAD_MIN_TILES = 2048
+
+
+def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
+                   spec: ConvSpec, bias: np.ndarray | None,
+                   relu_slope: float | None) -> Choice | None:
+    pinned = CONV.pinned()
+    if pinned not in (None, "winograd"):
+        return None
+    if lhs.dtype != np.float32 or rhs.dtype != np.float32 or len(out_shape) != 4:
+        return None
+    if (spec.groups != 1 or spec.flip or any(s != 1 for s in spec.stride)
+            or any(d != 1 for d in spec.kernel_dilation)
+            or any(d != 1 for d in spec.input_dilation)):
+        return None
+    if pass_ == Pass.WEIGHT_GRAD or rhs.shape[2:] != (3, 3) or not layouts.is_channels_last(lhs):
+        return None
+    if pinned is None:
+        low, high = WINOGRAD_CHANNELS
+        if not all(low <= c <= high for c in (lhs.shape[1], out_shape[1])):
+            return None
+        n, _, h, w = out_shape
+        if n * ((h + 1) // 2) * ((w + 1) // 2) < WINOGRAD_MIN_TILES:
+            return None
+    if winograd.workspace_bytes(lhs.shape, out_shape) > get_workspace_limit():
+        return None
+    if not winograd.available():
+        return None
+    out = layouts.empty(out_shape, channels_last=True)
+    if bias is not None and (pass_ != Pass.FORWARD or bias.dtype != np.float32):
+        bias = None
+    slope = relu_slope if pass_ == Pass.FORWARD else None
+    return Choice("winograd", None, arrays=(lhs, np.ascontiguousarray(rhs), out, bias),
+                  pass_=pass_, lo=tuple(p[0] for p in spec.padding), slope=slope,
+                  fused_relu=slope is not None)
+
+
 def choose(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec: ConvSpec,
            bias: np.ndarray | None = None, relu_slope: float | None = None) -> Choice:
     """How ``pass_(lhs, rhs)`` of the convolution ``spec`` runs, into an output of
@@ -492,6 +550,9 @@ def choose(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec
     or ``weight_grad`` (x, gy -> gw)."""
     if math.prod(out_shape):
         found = _fft_plan(pass_, lhs, rhs, tuple(out_shape), spec)
+        if found is not None:
+            return found
+        found = _winograd_plan(pass_, lhs, rhs, tuple(out_shape), spec, bias, relu_slope)
         if found is not None:
             return found
         # oneDNN for float32, wherever it runs the pass

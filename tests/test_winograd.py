@@ -1,0 +1,226 @@
+"""Oracle: torch 2.13 in float64 for results; torch float32's error on the same values, in
+the same (channels-last) layout, for the float32 bound; the profiler's algorithm for
+which kernel ran.
+
+Winograd's F(2x2, 3x3) (``convgrad.ops.winograd``) runs the forward and the input
+gradient of unstrided 3x3 2-D convolutions of channels-last float32 activations: pinned
+(``prefer("winograd")``), or chosen by the dispatch at 64-128 channels with enough tiles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import convgrad as cg
+import convgrad.nn.functional as F
+from convgrad.ops import kernels, prefer, winograd
+from convgrad.ops.spec import ConvSpec
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.skipif(not winograd.available(),
+                                reason="Winograd needs Numba's OpenMP or TBB threads")
+
+CASES = [  # (N, C, O, H, W, ((lo, hi), (lo, hi)) padding)
+    (2, 64, 64, 12, 12, ((1, 1), (1, 1))),
+    (3, 40, 24, 9, 7, ((1, 1), (1, 1))),      # odd sizes: a last tile half outside
+    (2, 70, 130, 8, 10, ((0, 2), (2, 0))),    # channels in uneven chunks, lopsided padding
+    (2, 130, 66, 7, 9, ((0, 0), (0, 0))),     # no padding: 3 chunks of summed channels
+    (1, 16, 8, 11, 6, ((-1, 2), (1, -1))),    # crops (negative padding)
+]
+
+
+def _np(v) -> np.ndarray:
+    """A state dict's value (a Tensor or an ndarray) as a new ndarray."""
+    return np.array(v.data if isinstance(v, cg.Tensor) else v)
+
+
+def _cl(a: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+def _torch_pass(x, w, b, gy, pad, dtype):
+    """torch's forward and input gradient on channels-last tensors of ``dtype``."""
+    cl = torch.channels_last
+    tx = torch.tensor(x, dtype=dtype).contiguous(memory_format=cl).requires_grad_()
+    tw = torch.tensor(w, dtype=dtype).contiguous(memory_format=cl)
+    (hl, hh), (wl, wh) = pad
+    ty = torch.nn.functional.conv2d(torch.nn.functional.pad(tx, (wl, wh, hl, hh)), tw,
+                                    torch.tensor(b, dtype=dtype))
+    ty.backward(torch.tensor(gy, dtype=dtype).contiguous(memory_format=cl))
+    return [t.detach().double().numpy() for t in (ty, tx.grad)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "x".join(map(str, c[:5])))
+def test_pinned_passes_agree_with_torch_float64(case):
+    N, C, O, H, W, pad = case
+    rng = np.random.default_rng(sum(case[:5]))
+    x = _cl(rng.standard_normal((N, C, H, W)).astype(np.float32))
+    w = (rng.standard_normal((O, C, 3, 3)) / np.sqrt(9 * C)).astype(np.float32)
+    b = rng.standard_normal(O).astype(np.float32)
+    Ho, Wo = H + sum(pad[0]) - 2, W + sum(pad[1]) - 2
+    gy = _cl(rng.standard_normal((N, O, Ho, Wo)).astype(np.float32))
+    spec = ConvSpec(stride=(1, 1), padding=pad, kernel_dilation=(1, 1), input_dilation=(1, 1),
+                    groups=1)
+    with prefer("winograd"), cg.profile() as prof:
+        y = kernels.conv_forward(x, w, spec, (N, O, Ho, Wo), bias=b)
+        gx = kernels.conv_input_grad(gy, w, spec, x.shape)
+    assert [e.algorithm for e in prof.of("conv")] == ["winograd", "winograd"]
+    assert cg.ops.layouts.is_channels_last(y) and cg.ops.layouts.is_channels_last(gx)
+    ref = _torch_pass(x, w, b, gy, pad, torch.float64)
+    t32 = _torch_pass(x, w, b, gy, pad, torch.float32)
+    for what, ours, r, t in zip(("y", "gx"), (y, gx), ref, t32):
+        err, t_err = np.abs(ours - r).max(), np.abs(t - r).max()
+        assert err <= 2 * max(t_err, 1e-7 * np.abs(r).max()), (what, err, t_err)
+
+
+def test_fused_bias_and_leaky_relu_agree_with_torch_float64():
+    """A Conv2d + LeakyReLU pair of a Sequential runs as one forward (the activation
+    applied as the tiles are written) and its backward through the saved output; the
+    dispatch's choice (the weight gradient on oneDNN).
+
+    The references take the branch convgrad's forward took: with most initial weights
+    some of the 786432 pre-activations lie within float32 rounding of zero (1e-8 to 1e-7
+    in float64), where any float32 convolution, torch's too, may land on either side,
+    and the gradient then moves by 0.9 w in a 3x3 patch (0.037, in about 1 draw of 10).
+    Where our branch differs from float64's, the pre-activation must lie within twice
+    torch float32's error of zero."""
+    rng = np.random.default_rng(3)
+    x = _cl(rng.standard_normal((8, 64, 32, 32)).astype(np.float32))
+    net = cg.nn.Sequential(cg.nn.Conv2d(64, 96, 3, padding=1), cg.nn.LeakyReLU(0.1))
+    cx = cg.tensor(x).requires_grad_()
+    with cg.profile() as prof:
+        y = net(cx)
+        y.sum().backward()
+    runs = {e.name: e.algorithm for e in prof.of("conv")}
+    assert runs["conv_forward"] == "winograd+relu", runs
+    assert runs["conv_input_grad"] == "winograd", runs
+    positive = torch.tensor(np.asarray(y.data) > 0)
+    conv = torch.nn.Conv2d(64, 96, 3, padding=1)
+    conv.load_state_dict({k[2:]: torch.tensor(_np(v)) for k, v in net.state_dict().items()})
+    out = {}
+    for dtype in (torch.float64, torch.float32):
+        m = conv.to(dtype).to(memory_format=torch.channels_last)
+        m.zero_grad()
+        tx = torch.tensor(x, dtype=dtype).contiguous(memory_format=torch.channels_last)
+        tx.requires_grad_()
+        pre = m(tx)
+        ty = pre * torch.where(positive, 1.0, 0.1).to(dtype)  # LeakyReLU on our branch
+        ty.sum().backward()
+        out[dtype] = [t.detach().double().numpy() for t in (pre, ty, tx.grad, m.weight.grad)]
+    pre64, pre32 = out[torch.float64][0], out[torch.float32][0]
+    doubt = positive.numpy() != (pre64 > 0)
+    assert (np.abs(pre64[doubt]) <= 2 * np.abs(pre32 - pre64).max()).all()
+    for what, ours, r, t in zip(("y", "gx", "gw"), (y.data, cx.grad.data, net[0].weight.grad.data),
+                                out[torch.float64][1:], out[torch.float32][1:]):
+        err, t_err = np.abs(ours - r).max(), np.abs(t - r).max()
+        assert err <= 2 * max(t_err, 1e-7 * np.abs(r).max()), (what, err, t_err)
+
+
+def test_fused_relu_keeps_nan_as_the_numpy_engine():
+    """The ReLU applied in the output transform is ``max(v, 0)``: a NaN stays NaN (as
+    torch's ReLU), negatives become +0."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 64, 10, 10)).astype(np.float32)
+    x[0, 5, 4, 4] = np.nan
+    x = _cl(x)
+    w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32)
+    spec = ConvSpec(stride=(1, 1), padding=((1, 1), (1, 1)), kernel_dilation=(1, 1),
+                    input_dilation=(1, 1), groups=1)
+    with prefer("winograd"), cg.profile() as prof:
+        y = kernels.conv_forward(x, w, spec, (2, 64, 10, 10), relu_slope=0.0)
+    assert [e.algorithm for e in prof.of("conv")] == ["winograd+relu"]
+    with prefer("numpy"):
+        ref = kernels.conv_forward(x, w, spec, (2, 64, 10, 10), relu_slope=0.0)
+    nan = np.isnan(ref)
+    assert nan.sum() == 9 * 64 and np.array_equal(np.isnan(y), nan)
+    assert not np.signbit(y[~nan]).any()
+    np.testing.assert_allclose(y[~nan], ref[~nan], rtol=1e-5, atol=1e-4)
+
+
+def _algorithms(x, w, **kw):
+    """The algorithm of each pass of a convolution whose output gradient is dense, in the
+    output's layout (as a network's is)."""
+    cx, cw = cg.tensor(x).requires_grad_(), cg.tensor(w).requires_grad_()
+    with cg.profile() as prof:
+        y = F.conv2d(cx, cw, **kw)
+        y.backward(cg.ones_like(y))
+    return {e.name: e.algorithm for e in prof.of("conv") if e.name != "conv_bias_grad"}
+
+
+def test_dispatch_takes_winograd_where_it_measured_faster():
+    rng = np.random.default_rng(5)
+    x = _cl(rng.standard_normal((8, 64, 32, 32)).astype(np.float32))  # 2048 tiles
+    w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32) / 24
+    runs = _algorithms(x, w, padding=1)
+    assert runs["conv_forward"] == runs["conv_input_grad"] == "winograd", runs
+    assert runs["conv_weight_grad"].startswith("onednn"), runs  # slower there
+
+
+@pytest.mark.parametrize("why,shape,wshape,kw,layout", [
+    ("NCHW activations", (8, 64, 32, 32), (64, 64, 3, 3), {"padding": 1}, "nchw"),
+    ("stride 2", (8, 64, 64, 64), (64, 64, 3, 3), {"padding": 1, "stride": 2}, "cl"),
+    ("dilated kernel", (8, 64, 32, 32), (64, 64, 3, 3), {"padding": 2, "dilation": 2}, "cl"),
+    ("groups", (8, 64, 32, 32), (64, 32, 3, 3), {"padding": 1, "groups": 2}, "cl"),
+    ("5x5 kernel", (8, 64, 32, 32), (64, 64, 5, 5), {"padding": 2}, "cl"),
+    ("256 channels", (8, 256, 32, 32), (256, 256, 3, 3), {"padding": 1}, "cl"),
+    ("32 channels", (8, 32, 32, 32), (32, 32, 3, 3), {"padding": 1}, "cl"),
+    ("few tiles", (2, 64, 16, 16), (64, 64, 3, 3), {"padding": 1}, "cl"),
+])
+def test_dispatch_leaves_the_rest_to_onednn(why, shape, wshape, kw, layout):
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(shape).astype(np.float32)
+    x = _cl(x) if layout == "cl" else x
+    w = rng.standard_normal(wshape).astype(np.float32) / 24
+    runs = _algorithms(x, w, **kw)
+    assert all(a.startswith("onednn") for a in runs.values()), (why, runs)
+
+
+def test_float64_stays_on_the_reference_engine():
+    rng = np.random.default_rng(7)
+    x = _cl(rng.standard_normal((8, 64, 32, 32)))
+    w = rng.standard_normal((64, 64, 3, 3)) / 24
+    runs = _algorithms(x, w, padding=1)
+    assert not any("winograd" in a or "onednn" in a for a in runs.values()), runs
+
+
+def test_a_training_step_through_winograd_agrees_with_torch():
+    """A small channels-last network whose 64-channel convolution the dispatch hands to
+    Winograd: one SGD step's parameters as torch float64's, within 2x torch float32's
+    error in the same layout.  SiLU, not ReLU: a million ReLU inputs always put some
+    within float32 rounding of zero (no seed of 200 kept them 5x torch's error away),
+    where either branch is right and the gradients differ."""
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((8, 3, 32, 32)).astype(np.float32)
+    labels = rng.integers(0, 10, 8)
+
+    def build(lib):
+        nn = lib.nn
+        return nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.SiLU(),
+                             nn.Conv2d(64, 64, 3, padding=1), nn.SiLU(),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+    net = build(cg)
+    state = {k: _np(v) for k, v in net.state_dict().items()}
+    opt = cg.optim.SGD(net.parameters(), lr=0.1)
+    with cg.profile() as prof:
+        loss = F.cross_entropy(net(cg.tensor(x)), cg.tensor(labels))
+        loss.backward()
+        opt.step()
+    algos = [e.algorithm for e in prof.of("conv") if e.name == "conv_forward"]
+    assert algos[1] == "winograd", algos
+    out = {}
+    for dtype in (torch.float64, torch.float32):
+        m = build(torch).to(dtype)
+        m.load_state_dict({k: torch.tensor(v, dtype=dtype) for k, v in state.items()})
+        topt = torch.optim.SGD(m.parameters(), lr=0.1)
+        tl = torch.nn.functional.cross_entropy(m(torch.tensor(x, dtype=dtype)),
+                                               torch.tensor(labels))
+        tl.backward()
+        topt.step()
+        out[dtype] = {k: v.detach().double().numpy() for k, v in m.state_dict().items()}
+    ours = {k: _np(v) for k, v in net.state_dict().items()}
+    for k in ours:
+        r, t = out[torch.float64][k], out[torch.float32][k]
+        err, t_err = np.abs(ours[k] - r).max(), np.abs(t - r).max()
+        assert err <= 2 * max(t_err, 1e-7 * np.abs(r).max()), (k, err, t_err)
