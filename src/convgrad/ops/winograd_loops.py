@@ -20,9 +20,9 @@ outside the image read as zeros: any padding, crops included) and writes outputs
 * ``forward``: x, U (16, C, O) -> y, block by block of tile rows in a ``prange``: the
   block's input tiles ``V = B^T d B`` (16, parts, T, width), the products ``M = V U`` by
   BLAS (one ``np.dot`` per position and chunk of ``width`` channels, U (16, parts,
-  width, O) zero past C, the chunks' results added: shorter sums), the output tiles ``A^T M A`` plus the bias, then
-  the (leaky) ReLU of slope ``slope`` where ``act``.  A block's arrays stay in its core's
-  cache between the three steps;
+  width, O) zero past C, the chunks' results added: shorter sums), the output tiles
+  ``A^T M A`` plus the bias, then the (leaky) ReLU of slope ``slope`` where ``act``.  A
+  block's arrays stay in its core's cache between the three steps;
 * ``kernel_tiles``: w (O, C, 3, 3) -> U, ``G g G^T`` in the forward's chunks of channels;
   with ``reverse`` the input gradient's, of the taps reversed and the channels swapped.
 
