@@ -97,6 +97,20 @@ def client():
     cluster.close()
 
 
+def test_a_nanny_in_this_process_leaves_its_thread_count(client):
+    """dask's nannies set OMP_NUM_THREADS=1 in this process's environment for the workers
+    they spawn (``distributed.nanny.pre-spawn-environ``); the client's convolutions keep
+    the thread count the process started with."""
+    import os
+
+    from convgrad.ops import parallel
+
+    if os.environ.get("CONVGRAD_NUM_THREADS") or parallel._OMP_AT_START:
+        pytest.skip("the thread count was set when the process started")
+    assert os.environ.get("OMP_NUM_THREADS") == "1"  # what the nanny left behind
+    assert parallel.num_threads() == len(os.sched_getaffinity(0))
+
+
 def test_strided_3d_convolution_and_gradients_out_of_core(client):
     workers = set(client.scheduler_info()["workers"])
     meta = np.empty((0,) * 5, np.float32)

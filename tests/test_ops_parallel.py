@@ -56,21 +56,44 @@ def test_worker_count_does_not_change_results(monkeypatch):
 
 
 def test_thread_count_from_the_environment(monkeypatch):
-    """CONVGRAD_NUM_THREADS first, then OMP_NUM_THREADS (a dask worker sets it to 1),
-    then the usable cores (``os.sched_getaffinity``); nonsense values are skipped."""
+    """CONVGRAD_NUM_THREADS first, then OMP_NUM_THREADS as it was at import (a dask
+    worker is started with it set to 1), then the usable cores
+    (``os.sched_getaffinity``); nonsense values are skipped."""
     import os
 
     cores = len(os.sched_getaffinity(0))
     monkeypatch.delenv("CONVGRAD_NUM_THREADS", raising=False)
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(parallel, "_OMP_AT_START", "")
     assert parallel.num_threads() == cores
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(parallel, "_OMP_AT_START", "1")
     assert parallel.num_threads() == 1
     monkeypatch.setenv("CONVGRAD_NUM_THREADS", "3")
     assert parallel.num_threads() == 3
     monkeypatch.setenv("CONVGRAD_NUM_THREADS", "zero")
-    monkeypatch.setenv("OMP_NUM_THREADS", "0")
+    monkeypatch.setattr(parallel, "_OMP_AT_START", "0")
     assert parallel.num_threads() == cores
+
+
+def test_omp_num_threads_is_read_once_at_start(monkeypatch):
+    """As OpenMP and torch: a process started with OMP_NUM_THREADS=1 runs one thread; one
+    whose environment gets it later (a dask nanny in this process sets it for the
+    workers it spawns) keeps its thread count."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import os, convgrad; from convgrad.ops import parallel; "
+            "a = parallel.num_threads(); os.environ['OMP_NUM_THREADS'] = '1'; "
+            "print(a, parallel.num_threads())")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OMP_NUM_THREADS", "CONVGRAD_NUM_THREADS")}
+    cores = len(os.sched_getaffinity(0))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == [str(cores), str(cores)]
+    out = subprocess.run([sys.executable, "-c", code], env={**env, "OMP_NUM_THREADS": "1"},
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "1"]
 
 
 def test_run_chunks_runs_every_task_once_on_the_caller_and_the_pool(monkeypatch):

@@ -6,10 +6,13 @@ matrix products), each calling single-threaded BLAS, parallelises the patch copi
 well as the products, and degrades gracefully when other processes share the cores:
 a multi-threaded BLAS synchronises its threads on every call and stalls badly when
 one of them is descheduled.  ``CONVGRAD_NUM_THREADS`` sets ``n``; without it,
-``OMP_NUM_THREADS`` does (as for PyTorch's intra-op threads: a dask worker sets it to 1,
-so several single-threaded workers on one machine do not oversubscribe its cores);
-without either, the usable cores.  Without threadpoolctl the chunks run in order on the
-caller's thread and BLAS keeps its own threading.
+``OMP_NUM_THREADS`` as it was when convgrad was imported does (as for PyTorch's intra-op
+threads and OpenMP's own, read once at start: a dask worker process is started with it
+set to 1, so several single-threaded workers on one machine do not oversubscribe its
+cores, while a dask nanny running in this process sets it for its workers afterwards
+and must not make this process single-threaded); without either, the usable cores.
+Without threadpoolctl the chunks run in order on the caller's thread and BLAS keeps its
+own threading.
 """
 
 from __future__ import annotations
@@ -22,19 +25,20 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 _state: dict = {}
+_OMP_AT_START = os.environ.get("OMP_NUM_THREADS", "")  # read once, as OpenMP does
 _lock = threading.RLock()
 _depth = threading.local()  # .worker: this thread is one of the pool's
 _forked: list = []  # [True] in a forked child whose parent had started OpenMP's threads
 
 
 def num_threads() -> int:
-    """Threads for a convolution (``CONVGRAD_NUM_THREADS``, else ``OMP_NUM_THREADS``, else
-    the usable cores); 1 in a forked child whose parent had started OpenMP (see
-    :mod:`.fork`)."""
+    """Threads for a convolution (``CONVGRAD_NUM_THREADS``, else ``OMP_NUM_THREADS`` as
+    it was at import, else the usable cores); 1 in a forked child whose parent had
+    started OpenMP (see :mod:`.fork`)."""
     if _forked:
         return 1
-    for name in ("CONVGRAD_NUM_THREADS", "OMP_NUM_THREADS"):
-        env = os.environ.get(name, "").strip()
+    for env in (os.environ.get("CONVGRAD_NUM_THREADS", ""), _OMP_AT_START):
+        env = env.strip()
         if env.isdigit() and int(env) >= 1:
             return int(env)
     try:
