@@ -256,6 +256,8 @@ def torch_call(d: Draw, x, w, b):
         return TORCH_CONVT[d.nd](x, w, b, **d.kwargs)
     kw = dict(d.kwargs)
     mode = kw.pop("padding_mode")
+    TORCH_LAYER[d.nd](1, 1, 1, padding_mode=mode)  # torch's check of the mode, before the
+    # explicit padding below (TF.pad takes "constant", which torch.nn.ConvNd rejects)
     pairs = _pairs(kw["padding"])
     if pairs is not None:  # asymmetric padding: pad explicitly, with the mode, as torch would
         flat = tuple(v for lo_hi in reversed(pairs) for v in lo_hi)
@@ -416,6 +418,11 @@ FIXED = [
     Draw(True, 2, "float64", (1, 2, 6, 5), (2, 3, 3, 2), None, dict(
         stride=(3, 2), padding=(3, 1), output_padding=(2, 1), groups=1, dilation=(1, 2)),
         (True, True, False), 5),
+    # an invalid padding mode with asymmetric padding (found by the fuzzer: the reference
+    # padded explicitly with it, so accepted what torch.nn.Conv1d rejects)
+    Draw(False, 1, "float32", (2, 1, 3), (1, 1, 1), None, dict(
+        stride=1, padding=((0, 1),), dilation=1, groups=1, padding_mode="constant"),
+        (True, True, True), 6, "padding_mode", ("padding_mode",)),
 ]
 
 
