@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+import pytest
 from threadpoolctl import threadpool_info
 
 import convgrad.functional as F
@@ -135,3 +136,44 @@ def test_run_chunks_raises_a_tasks_error_and_stops_taking_tasks(monkeypatch):
     # the pool is usable afterwards, and the caller is no longer marked as a worker
     assert parallel.run_chunks([lambda: 1] * 8) == 8
     assert not getattr(parallel._depth, "worker", False)
+
+
+def test_set_num_threads_as_torch():
+    """``cg.set_num_threads(n)`` sets every kernel's thread count and BLAS's, over the
+    environment; ``cg.get_num_threads()`` reads it; bad counts are refused, naming n.
+    A convolution on one thread and on two gives torch's result."""
+    import convgrad as cg
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    torch = pytest.importorskip("torch")
+    saved = dict(parallel._state)
+    blas_before = [(lib, lib.num_threads) for lib in parallel._blas_controllers() or ()]
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, 8, 20, 20))
+    w = rng.standard_normal((8, 8, 3, 3))
+    try:
+        cg.set_num_threads(1)
+        assert cg.get_num_threads() == 1 and parallel.num_threads() == 1
+        assert blas_threads() == {1}
+        one = F.conv2d(x, w, padding=1).data
+        with parallel.single_threaded_blas():
+            cg.set_num_threads(2)  # while a kernel holds BLAS at one thread
+            assert blas_threads() == {1}
+        assert blas_threads() == {2}  # its exit restores the count set meanwhile
+        assert cg.get_num_threads() == 2
+        two = F.conv2d(x, w, padding=1).data
+        for bad, err in ((0, ValueError), (-3, ValueError), (2.0, TypeError),
+                         (True, TypeError), ("2", TypeError)):
+            with pytest.raises(err, match=r"set_num_threads: n="):
+                cg.set_num_threads(bad)
+        assert cg.get_num_threads() == 2
+    finally:
+        parallel._state.pop("threads", None)
+        parallel._state.update({k: v for k, v in saved.items() if k == "threads"})
+        for lib, n in blas_before:
+            lib.set_num_threads(n)
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), padding=1)
+    np.testing.assert_allclose(one, ref.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(one, two)

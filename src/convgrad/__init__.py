@@ -96,6 +96,7 @@ from .tensor.memory_format import (
     memory_format,
     preserve_format,
 )
+from .threads import get_num_threads, set_num_threads
 
 __version__ = "0.1.0"
 
@@ -107,7 +108,8 @@ __all__ = [
     "get_workspace_limit", "set_workspace_limit", "cat", "as_tensor",
     "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean", "min", "permute",
     "pow", "relu", "reshape", "sigmoid", "sqrt", "squeeze", "sum", "tanh", "transpose",
-    "unsqueeze", "nn", "optim", "metrics", "save", "load", "manual_seed", "utils", "compute",
+    "unsqueeze", "nn", "optim", "metrics", "save", "load", "manual_seed", "set_num_threads",
+    "get_num_threads", "utils", "compute",
     "device", "cuda", "backends", "accelerator", "float32", "float64", "float16", "half",
     "double", "int32",
     "int64", "long", "uint8", "full", "empty", "zeros_like", "ones_like", "full_like",

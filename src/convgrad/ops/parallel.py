@@ -32,11 +32,14 @@ _forked: list = []  # [True] in a forked child whose parent had started OpenMP's
 
 
 def num_threads() -> int:
-    """Threads for a convolution (``CONVGRAD_NUM_THREADS``, else ``OMP_NUM_THREADS`` as
-    it was at import, else the usable cores); 1 in a forked child whose parent had
-    started OpenMP (see :mod:`.fork`)."""
+    """Threads for a kernel: :func:`set_num_threads`'s count, else
+    ``CONVGRAD_NUM_THREADS``, else ``OMP_NUM_THREADS`` as it was at import, else the
+    usable cores; 1 in a forked child whose parent had started OpenMP (see
+    :mod:`.fork`)."""
     if _forked:
         return 1
+    if "threads" in _state:
+        return _state["threads"]
     for env in (os.environ.get("CONVGRAD_NUM_THREADS", ""), _OMP_AT_START):
         env = env.strip()
         if env.isdigit() and int(env) >= 1:
@@ -45,6 +48,19 @@ def num_threads() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def set_num_threads(n: int) -> None:
+    """Every kernel's thread count from now on (``n`` >= 1, checked by the caller), and
+    BLAS's own (NumPy's products outside the kernels), as ``torch.set_num_threads``."""
+    with _lock:
+        _state["threads"] = n
+        saved = _state.get("saved", {})
+        for lib in _blas_controllers() or ():
+            if lib.filepath in saved:  # a kernel holds BLAS at one thread: restored to n
+                saved[lib.filepath] = (saved[lib.filepath][0], n)
+            else:
+                lib.set_num_threads(n)
 
 
 def _blas_controllers() -> list | None:
