@@ -31,3 +31,20 @@ def backend(request):
         pytest.skip("oneDNN is not available here")
     with prefer(request.param):
         yield request.param
+
+
+@pytest.fixture
+def torch_threads_as_ours():
+    """torch on as many threads as convgrad's kernels run (``CONVGRAD_NUM_THREADS=1``, a
+    one-core machine): oneDNN's float32 weight gradient is less accurate on one thread
+    (one accumulator per weight) than on two, so a float32 error is compared with torch's
+    at the same thread count."""
+    torch = pytest.importorskip("torch")
+    from convgrad.ops.parallel import num_threads
+
+    saved = torch.get_num_threads()
+    torch.set_num_threads(num_threads())
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved)

@@ -18,8 +18,9 @@ from convgrad.ops import kernels, prefer, winograd
 from convgrad.ops.spec import ConvSpec
 
 torch = pytest.importorskip("torch")
-pytestmark = pytest.mark.skipif(not winograd.available(),
-                                reason="Winograd needs Numba's OpenMP or TBB threads")
+pytestmark = [pytest.mark.skipif(not winograd.available(),
+                                 reason="Winograd needs Numba's OpenMP or TBB threads"),
+              pytest.mark.usefixtures("torch_threads_as_ours")]
 
 CASES = [  # (N, C, O, H, W, ((lo, hi), (lo, hi)) padding)
     (2, 64, 64, 12, 12, ((1, 1), (1, 1))),
