@@ -525,8 +525,7 @@ def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tup
         low, high = WINOGRAD_CHANNELS
         if not all(low <= c <= high for c in (lhs.shape[1], out_shape[1])):
             return None
-        n, _, h, w = out_shape
-        if n * ((h + 1) // 2) * ((w + 1) // 2) < WINOGRAD_MIN_TILES:
+        if out_shape[0] * prod(winograd.tiles(*out_shape[2:])) < WINOGRAD_MIN_TILES:
             return None
     if winograd.workspace_bytes(lhs.shape, out_shape) > get_workspace_limit():
         return None

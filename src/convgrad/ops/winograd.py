@@ -29,7 +29,7 @@ from . import jit, winograd_loops
 from .parallel import num_threads, single_threaded_blas
 from .spec import Pass
 
-__all__ = ["CHANNEL_CHUNK", "available", "winograd_conv", "workspace_bytes"]
+__all__ = ["CHANNEL_CHUNK", "available", "tiles", "winograd_conv", "workspace_bytes"]
 
 # Channels per partial sum of the forward's and input gradient's products: one sum over
 # 256-512 channels had 2.8-3.6x torch's float32 error, 128 1.3-1.5x, 64 0.8-1.2x.
@@ -48,7 +48,8 @@ def available() -> bool:
     return jit.enabled() and winograd_loops.loops() is not None and jit.thread_safe()
 
 
-def _tiles(rows: int, cols: int) -> tuple[int, int]:
+def tiles(rows: int, cols: int) -> tuple[int, int]:
+    """2x2 output tiles down and across an output of ``rows`` x ``cols``."""
     return (rows + 1) // 2, (cols + 1) // 2
 
 
@@ -62,7 +63,7 @@ def _chunks(k: int) -> tuple[int, int]:
 def _row_bytes(summed: int, out_shape: tuple) -> int:
     """Bytes of one row of tiles in a block's arrays (input tiles and products)."""
     parts, width = _chunks(summed)
-    return 64 * (parts * width + out_shape[1]) * _tiles(*out_shape[2:])[1]
+    return 64 * (parts * width + out_shape[1]) * tiles(*out_shape[2:])[1]
 
 
 def workspace_bytes(lhs_shape: tuple, out_shape: tuple) -> int:
@@ -98,7 +99,7 @@ def winograd_conv(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray
         lo, bias, slope = (2 - lo[0], 2 - lo[1]), None, None
     xs, ys = _nhwc(lhs), _nhwc(out)
     N, Ho, Wo, _ = ys.shape
-    th, tw = _tiles(Ho, Wo)
+    th, tw = tiles(Ho, Wo)
     rows = max(1, BLOCK_BYTES // _row_bytes(k, out.shape))
     b = np.zeros(n, np.float32) if bias is None else bias
     jit.set_threads(num_threads())
