@@ -22,7 +22,6 @@ import pytest
 
 import convgrad as cg
 import convgrad.functional as F
-from convgrad.ops.parallel import num_threads
 
 torch = pytest.importorskip("torch")
 TF = pytest.importorskip("torch.nn.functional")
@@ -189,7 +188,7 @@ def test_1x1_conv_over_4096_channels():
     assert _elementwise_rel(cx2.grad.data, ref) <= 1e-4
 
 
-def test_weight_gradient_over_a_batch_of_64_large_images():
+def test_weight_gradient_over_a_batch_of_64_large_images(torch_threads_as_ours):
     rng = np.random.default_rng(1)
     x = rng.uniform(0.0, 1.0, (64, 3, 128, 128)).astype(np.float32)
     w = rng.standard_normal((8, 3, 3, 3)).astype(np.float32)
@@ -198,19 +197,15 @@ def test_weight_gradient_over_a_batch_of_64_large_images():
     cw, cb = cg.tensor(w, requires_grad=True), cg.tensor(b, requires_grad=True)
     F.conv2d(x, cw, cb, padding=1).backward(gy)  # each gradient sums 64*128*128 = 1M terms
     grads = {}
-    # torch on as many threads as convgrad ran: oneDNN's float32 weight gradient is less
-    # accurate on one thread (one accumulator per weight: 1.9e-4) than on two (5.8e-5)
-    saved = torch.get_num_threads()
-    torch.set_num_threads(num_threads())
-    try:
-        for dt in (torch.float32, torch.float64):
-            tw = torch.tensor(w, dtype=dt, requires_grad=True)
-            tb = torch.tensor(b, dtype=dt, requires_grad=True)
-            TF.conv2d(torch.tensor(x, dtype=dt), tw, tb, padding=1).backward(
-                torch.tensor(gy, dtype=dt))
-            grads[dt] = (tw.grad.numpy().astype(np.float64), tb.grad.numpy().astype(np.float64))
-    finally:
-        torch.set_num_threads(saved)
+    # torch on as many threads as convgrad ran (the fixture): oneDNN's float32 weight
+    # gradient is less accurate on one thread (one accumulator per weight: 1.9e-4) than on
+    # two (5.8e-5)
+    for dt in (torch.float32, torch.float64):
+        tw = torch.tensor(w, dtype=dt, requires_grad=True)
+        tb = torch.tensor(b, dtype=dt, requires_grad=True)
+        TF.conv2d(torch.tensor(x, dtype=dt), tw, tb, padding=1).backward(
+            torch.tensor(gy, dtype=dt))
+        grads[dt] = (tw.grad.numpy().astype(np.float64), tb.grad.numpy().astype(np.float64))
     assert cw.grad.dtype == np.float32
     for ours, theirs, ref in zip((cw.grad.data, cb.grad.data), grads[torch.float32],
                                  grads[torch.float64]):
