@@ -6,8 +6,8 @@ it meets torch's accuracy; ``chunked`` (NumPy on fixed chunks of the array, on t
 thread pool, :class:`_Chunks`) for the accurate sums and where oneDNN does not run; else
 ``numpy``, the reference (exact in float64; strided views, ``prefer("numpy")``).
 
-* statistics (:func:`batch_stats`): always accurate sums (two passes over each chunk, never
-  E[x^2] - E[x]^2: the sum, then the deviations' sum and sum of squares per chunk);
+* statistics (:func:`batch_stats`): always accurate sums (never E[x^2] - E[x]^2: each
+  chunk's deviations from an origin near its values, summed and squared in float64);
   oneDNN's own float32 statistics were 100-700x less accurate than torch's (see
   :mod:`.onednn.norm`), so they are handed to it;
 * forward (:func:`batch_norm_forward`): ``y = (x - mean) (var + eps)^-1/2 w + b``, with a
@@ -284,13 +284,14 @@ def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     (C,) float64 arrays (float32 x's mean carries the float32 mean's rounding residual):
     the accurate sums, two passes (the residual is the mean of the deviations).
 
-    The chunked kernel makes both passes over a chunk while it is in cache, from a
-    float32 mean ``m`` of each of its rows (a channels-last chunk: one mean per channel
-    over the chunk; an (N, C, S) chunk: one per (sample, channel) row, summed in
-    float64, so samples far apart do not cancel in float32): the deviations' sum ``s1``
-    and sum of squares ``s2`` are moved to the batch mean ``M`` in float64 (Chan et
-    al.'s pairwise update: ``sum (x - M)^2 = s2 + 2 (m - M) s1 + k (m - M)^2`` over the
-    row's ``k`` elements), so x is read from memory once and the pool woken once."""
+    The chunked kernel takes the deviations of a chunk from an origin ``m`` of each of
+    its rows, while the chunk is in cache (a channels-last chunk: one origin per channel,
+    the chunk's mean in NumPy's two passes, its first row in the compiled one pass; an
+    (N, C, S) chunk: the mean of each (sample, channel) row, summed in float64, so
+    samples far apart do not cancel in float32): the deviations' sum ``s1`` and sum of
+    squares ``s2`` are moved to the batch mean ``M`` in float64 (Chan et al.'s pairwise
+    update: ``sum (x - M)^2 = s2 + 2 (m - M) s1 + k (m - M)^2`` over the row's ``k``
+    elements), so x is read from memory once and the pool woken once."""
     dims = (0, *range(2, x.ndim))
     n = prod(x.shape[d] for d in dims)
     chunks = _chunks(x)
@@ -547,7 +548,7 @@ def _looped_backward(chunks: _Chunks, lp: dict, g, x, hi, lo, inv, weight, bias,
     if not chunks.view(g).flags.c_contiguous:  # the loops index x's memory order
         g = _like(x, g)
     out = chunks.loop(lp["sums_" + kind], x, g, args=(hi, m, s, t, relu), out=(2, chunks.width),
-                      scratch=chunks.width if chunks.rows else chunks.span)
+                      scratch=0 if chunks.rows else chunks.span)
     gb, gd = chunks.combine([o[:, :b[3] - b[2]] for b, o in zip(chunks.bounds, out)])
     gw = inv * (gd - lo * gb)
     if need[0]:
