@@ -19,12 +19,15 @@ from ..autograd import is_grad_enabled
 from ..ops import group_norm as group_kernels
 from ..ops import normalization as kernels
 from ..ops import reduction
+from .activation import leaky_relu
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _number
-from ..tensor.normalization import BatchNorm, BatchNormReLU, ChannelAffine, GroupNorm, Standardize
+from ..tensor.normalization import (BatchNorm, BatchNormReLU, ChannelAffine, GroupNorm,
+                                    GroupNormReLU, Standardize)
 from ..tensor.normalization import moments as _moments
 
-__all__ = ["batch_norm", "batch_norm_relu", "group_norm", "instance_norm", "layer_norm"]
+__all__ = ["batch_norm", "batch_norm_relu", "group_norm", "group_norm_relu", "instance_norm",
+           "instance_norm_relu", "layer_norm"]
 
 
 def _state(fn: str, name: str, value: Any, c: int) -> np.ndarray | None:
@@ -173,7 +176,30 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
     statistics (if given) move towards their batch averages; otherwise the running
     statistics normalise, as in :func:`batch_norm` in evaluation mode.
     """
-    fn = "instance_norm"
+    return _instance_norm("instance_norm", input, running_mean, running_var, weight, bias,
+                          use_input_stats, momentum, eps, None)
+
+
+def instance_norm_relu(input: Any, running_mean: Any, running_var: Any, weight: Any,
+                       bias: Any, use_input_stats: bool, momentum: float, eps: float,
+                       slope: float) -> Tensor:
+    """``leaky_relu(instance_norm(...), slope)`` (a ReLU for ``slope`` 0), one kernel each
+    way where the group norm kernels run: an internal entry point for callers that fuse
+    the pair (:mod:`convgrad.nn.fusion`); the result and gradients are the two calls'."""
+    return _instance_norm("instance_norm_relu", input, running_mean, running_var, weight,
+                          bias, use_input_stats, momentum, eps, slope)
+
+
+def _activation(y: Tensor, slope: float | None) -> Tensor:
+    """``y`` through the (leaky) ReLU of ``slope`` as its own operation (None: as it is)."""
+    if slope is None:
+        return y
+    return y.relu() if slope == 0 else leaky_relu(y, slope)
+
+
+def _instance_norm(fn: str, input: Any, running_mean: Any, running_var: Any, weight: Any,
+                   bias: Any, use_input_stats: bool, momentum: float, eps: float,
+                   slope: float | None) -> Tensor:
     x = _channels_input(fn, input)
     n, c = x.shape[:2]
     eps = _number(fn, "eps", eps, low=0.0)
@@ -183,18 +209,19 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     shape = (1, c) + (1,) * (x.ndim - 2)
     if not use_input_stats:
-        return batch_norm(x, rm, rv, weight, bias, False, momentum, eps)
+        return _activation(batch_norm(x, rm, rv, weight, bias, False, momentum, eps), slope)
     count = int(np.prod(x.shape[2:]))
     if count <= 1:
         raise ValueError(f"{fn}: expected more than 1 spatial element when training, got "
                          f"input of shape {x.shape}")
     if group_kernels.available(x.data):  # one kernel each way, in x's layout
         stats: dict = {}
-        y = GroupNorm.apply(x, weight, bias, groups=c, eps=eps, stats=stats)
+        y = _group_norm_function(slope).apply(x, weight, bias, groups=c, eps=eps,
+                                              stats=stats, slope=slope)
         mu, var = stats["mean"], stats["var"]
     else:
         y, (mu, var) = _standardize_rows(x, n * c, eps, tuple(range(2, x.ndim)))
-        y = _affine(y, weight, bias, shape)
+        y = _activation(_affine(y, weight, bias, shape), slope)
     if n:
         _update(rm, momentum, reduction.mean(mu.reshape(n, c), axis=0))
         _update(rv, momentum, reduction.mean(var.reshape(n, c), axis=0) * (count / (count - 1)))
@@ -206,7 +233,23 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     """Split the channels of ``input`` (N, C, *) into ``num_groups`` groups and normalise
     each group of each sample over its channels and spatial dims; ``weight`` and ``bias``
     (C,) then act per channel."""
-    fn = "group_norm"
+    return _group_norm("group_norm", input, num_groups, weight, bias, eps, None)
+
+
+def group_norm_relu(input: Any, num_groups: int, weight: Any, bias: Any, eps: float,
+                    slope: float) -> Tensor:
+    """``leaky_relu(group_norm(...), slope)`` (a ReLU for ``slope`` 0), one kernel each way
+    where the group norm kernels run: an internal entry point for callers that fuse the
+    pair (:mod:`convgrad.nn.fusion`); the result and gradients are the two calls'."""
+    return _group_norm("group_norm_relu", input, num_groups, weight, bias, eps, slope)
+
+
+def _group_norm_function(slope: float | None) -> type:
+    return GroupNorm if slope is None else GroupNormReLU
+
+
+def _group_norm(fn: str, input: Any, num_groups: int, weight: Any, bias: Any, eps: float,
+                slope: float | None) -> Tensor:
     x = _channels_input(fn, input)
     n, c = x.shape[:2]
     if isinstance(num_groups, bool) or not isinstance(num_groups, Integral) or num_groups < 1:
@@ -217,10 +260,11 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     if group_kernels.available(x.data):  # one kernel each way, in x's layout
-        return GroupNorm.apply(x, weight, bias, groups=int(num_groups), eps=eps)
+        return _group_norm_function(slope).apply(x, weight, bias, groups=int(num_groups),
+                                                 eps=eps, slope=slope)
     grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
     y = _standardize_rows(grouped, n * int(num_groups), eps, (2,))[0].reshape(x.shape)
-    return _affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2))
+    return _activation(_affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2)), slope)
 
 
 def _normalized_shape(fn: str, value: Any) -> tuple[int, ...]:

@@ -179,6 +179,20 @@ class _InstanceNorm(_NormBase):
                          dtype=dtype)
 
     def forward(self, input: Any) -> Tensor:
+        return self._normalize(input, None)
+
+    def forward_relu(self, input: Any, slope: float) -> Tensor:
+        """``leaky_relu(forward(input), slope)`` (a ReLU for ``slope`` 0), one kernel each
+        way where the group norm kernels run (see :mod:`convgrad.nn.fusion`)."""
+        return self._normalize(input, slope)
+
+    fuses_relu_after = forward  # see convgrad.nn.fusion
+
+    def accepts_relu(self, slope: float) -> bool:
+        """The group norm kernels apply a ReLU or a leaky one of any slope >= 0."""
+        return slope >= 0
+
+    def _normalize(self, input: Any, slope: float | None) -> Tensor:
         x = layer_input(type(self).__name__, input, self._reference())
         self._check_input(x)
         fn = type(self).__name__
@@ -194,9 +208,10 @@ class _InstanceNorm(_NormBase):
         unbatched = x.ndim == self._unbatched_dims
         if unbatched:
             x = x.unsqueeze(0)
-        y = Fn.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
-                             self.training or not self.track_running_stats,
-                             0.0 if self.momentum is None else self.momentum, self.eps)
+        args = (x, self.running_mean, self.running_var, self.weight, self.bias,
+                self.training or not self.track_running_stats,
+                0.0 if self.momentum is None else self.momentum, self.eps)
+        y = Fn.instance_norm(*args) if slope is None else Fn.instance_norm_relu(*args, slope)
         return y.squeeze(0) if unbatched else y
 
 
@@ -245,11 +260,27 @@ class GroupNorm(Module):
             self.register_parameter("bias", None)
 
     def forward(self, input: Any) -> Tensor:
+        return self._normalize(input, None)
+
+    def forward_relu(self, input: Any, slope: float) -> Tensor:
+        """``leaky_relu(forward(input), slope)`` (a ReLU for ``slope`` 0), one kernel each
+        way where the group norm kernels run (see :mod:`convgrad.nn.fusion`)."""
+        return self._normalize(input, slope)
+
+    fuses_relu_after = forward  # see convgrad.nn.fusion
+
+    def accepts_relu(self, slope: float) -> bool:
+        """The group norm kernels apply a ReLU or a leaky one of any slope >= 0."""
+        return slope >= 0
+
+    def _normalize(self, input: Any, slope: float | None) -> Tensor:
         x = layer_input("GroupNorm", input, self.weight)
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ValueError(f"GroupNorm: input of shape {x.shape} must be (N, C, *) with "
                              f"C = num_channels={self.num_channels}")
-        return Fn.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+        if slope is None:
+            return Fn.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+        return Fn.group_norm_relu(x, self.num_groups, self.weight, self.bias, self.eps, slope)
 
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "

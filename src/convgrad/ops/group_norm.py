@@ -75,10 +75,12 @@ def _f64(v: np.ndarray | None, c: int, fill: float) -> np.ndarray:
 
 
 def group_norm_forward(x: np.ndarray, groups: int, weight: np.ndarray | None,
-                       bias: np.ndarray | None, eps: float
+                       bias: np.ndarray | None, eps: float, slope: float | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``y`` in x's layout, and each (sample, group)'s mean and biased variance ((N, G)
-    float64) of x (N, C, *), for :func:`group_norm_backward` and running statistics."""
+    float64) of x (N, C, *), for :func:`group_norm_backward` and running statistics.
+    ``slope``: y then goes through a ReLU (0) or a leaky ReLU of that slope, in the same
+    pass."""
     n, c = x.shape[:2]
     with NORM.record("group_norm_forward", x.shape) as rec:
         rec.algorithm = "numba"
@@ -87,15 +89,17 @@ def group_norm_forward(x: np.ndarray, groups: int, weight: np.ndarray | None,
         mean, var = np.empty((n, groups)), np.empty((n, groups))
         _threads(x)
         loops()["forward"](view, nsc, c, groups, tile, r, _f64(weight, c, 1.0),
-                           _f64(bias, c, 0.0), float(eps), _view(y, nsc), mean, var)
+                           _f64(bias, c, 0.0), float(eps), slope is not None,
+                           np.float32(slope or 0.0), _view(y, nsc), mean, var)
     return y, mean, var
 
 
 def group_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.ndarray,
-                        weight: np.ndarray | None, eps: float, need: tuple
-                        ) -> tuple:
-    """The gradients (x, weight, bias) of :func:`group_norm_forward` at ``g`` (any
-    layout: copied to x's if it differs), None where ``need`` does not ask."""
+                        weight: np.ndarray | None, eps: float, need: tuple,
+                        bias: np.ndarray | None = None, slope: float | None = None) -> tuple:
+    """The gradients (x, weight, bias) of :func:`group_norm_forward` (with its ``slope``;
+    ``bias`` is read to recompute the activation's input) at ``g`` (any layout: copied to
+    x's if it differs), None where ``need`` does not ask."""
     n, c = x.shape[:2]
     groups = mean.shape[1]
     with NORM.record("group_norm_backward", x.shape) as rec:
@@ -110,8 +114,9 @@ def group_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
         _threads(x)
         loops()["backward"](_view(g, nsc), view, nsc, c, groups, tile, r,
                             np.ascontiguousarray(mean), np.ascontiguousarray(var),
-                            _f64(weight, c, 1.0), float(eps), bool(need[0]), _view(gx, nsc),
-                            gw, gb)
+                            _f64(weight, c, 1.0), _f64(bias, c, 0.0), float(eps),
+                            slope is not None, np.float32(slope or 0.0), bool(need[0]),
+                            _view(gx, nsc), gw, gb)
     return (gx if need[0] else None, gw.astype(x.dtype) if need[1] else None,
             gb.astype(x.dtype) if need[2] else None)
 
@@ -123,5 +128,6 @@ def _exercise() -> None:
         x = layouts.empty((2, 4, 3, 3), channels_last, np.float32)
         x[...] = np.arange(x.size, dtype=np.float32).reshape(x.shape) % 5
         w = np.ones(4, np.float32)
-        y, mean, var = group_norm_forward(x, 2, w, w, 1e-5)
-        group_norm_backward(y, x, mean, var, w, 1e-5, (True, True, True))
+        for slope in (None, 0.1):
+            y, mean, var = group_norm_forward(x, 2, w, w, 1e-5, slope)
+            group_norm_backward(y, x, mean, var, w, 1e-5, (True, True, True), w, slope)

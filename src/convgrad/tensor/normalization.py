@@ -19,8 +19,8 @@ from ..ops import reduction
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
-__all__ = ["BatchNorm", "BatchNormReLU", "ChannelAffine", "GroupNorm", "Standardize",
-           "moments"]
+__all__ = ["BatchNorm", "BatchNormReLU", "ChannelAffine", "GroupNorm", "GroupNormReLU",
+           "Standardize", "moments"]
 
 
 def moments(x: np.ndarray, dims: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -156,28 +156,36 @@ class GroupNorm(Function):
     callers check :func:`~convgrad.ops.group_norm.available` first.
 
     ``stats``: a dict that receives ``mean`` and biased ``var`` ((N, groups) arrays) for
-    the caller's running statistics.  Reads x and w, never its output.
+    the caller's running statistics.  ``slope``: :class:`GroupNormReLU`'s.  Reads x and w,
+    never its output.
     """
 
     reads = (0, 1)
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
-                groups: int, eps: float, stats: dict | None = None) -> np.ndarray:
-        y, ctx.mean, ctx.var = group_kernels.group_norm_forward(x, groups, w, b, eps)
-        ctx.groups, ctx.eps = groups, eps
+                groups: int, eps: float, stats: dict | None = None,
+                slope: float | None = None) -> np.ndarray:
+        y, ctx.mean, ctx.var = group_kernels.group_norm_forward(x, groups, w, b, eps, slope)
+        ctx.groups, ctx.eps, ctx.slope = groups, eps, slope
         if stats is not None:
             stats["mean"], stats["var"] = ctx.mean, ctx.var
         return y
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:
-        x, w, _ = ctx.inputs
-        need = ctx.needs_input_grad
+        x, w, b = ctx.inputs
+        need, slope = ctx.needs_input_grad, ctx.slope
         if not is_grad_enabled():
             return group_kernels.group_norm_backward(
                 g.data, x.data, ctx.mean, ctx.var, None if w is None else w.data, ctx.eps,
-                need)
+                need, None if b is None else b.data, slope)
+        if slope is not None:  # the activation's derivative: a constant at the recomputed y
+            y = group_kernels.group_norm_forward(x.data, ctx.groups,
+                                                 None if w is None else w.data,
+                                                 None if b is None else b.data, ctx.eps)[0]
+            passes = (y > 0) | (np.isnan(y) if slope == 0 else False)
+            g = g * type(g)._wrap(np.where(passes, 1.0, slope).astype(g.dtype))
         # create_graph: the rule as recorded Tensor operations of x (and w), on the
         # (N, groups, rest) view: xh = (x - m) s; dx = s (gs - mean(gs) - xh mean(gs xh))
         n, c = x.shape[:2]
@@ -194,6 +202,14 @@ class GroupNorm(Function):
         gw = (g * xh.reshape(x.shape)).sum(dims) if need[1] else None
         gb = g.sum(dims) if need[2] else None
         return gx, gw, gb
+
+
+class GroupNormReLU(GroupNorm):
+    """``leaky_relu(group_norm(x), slope)`` (a ReLU for ``slope`` 0), one kernel each way
+    (:mod:`convgrad.ops.group_norm`): the backward masks g at the output it recomputes
+    from x (so it reads b too), never the output itself, for callers that fuse the pair."""
+
+    reads = (0, 1, 2)
 
 
 class BatchNormReLU(BatchNorm):
