@@ -281,3 +281,131 @@ def test_batchnorm_relu_is_not_fused_in_eval_mode_or_with_hooks():
     assert "relu_forward" in _bn_run(model, x)[3]
     leaky = nn.Sequential(nn.BatchNorm2d(6), nn.LeakyReLU(0.2))  # oneDNN fuses ReLU only
     assert "leaky_relu_forward" in _bn_run(leaky, x)[3]
+
+
+# --------------------------------------------------- GroupNorm / InstanceNorm + (leaky) ReLU
+NORMS = {
+    "group": lambda nd: nn.GroupNorm(3, 6),
+    "instance": lambda nd: {1: nn.InstanceNorm1d, 2: nn.InstanceNorm2d, 3: nn.InstanceNorm3d}[
+        nd](6, affine=True, track_running_stats=True),
+}
+
+
+def _norm_act(kind, nd, slope):
+    model = nn.Sequential(NORMS[kind](nd), _act(slope))
+    model[0].weight.data[...] = np.linspace(0.5, 1.5, 6, dtype=np.float32)
+    model[0].bias.data[...] = np.linspace(-0.8, 0.8, 6, dtype=np.float32)
+    return model
+
+
+def _norm_run(model, x_np, unfused=False):
+    """:func:`_run` of a norm + activation pair, with the running buffers after the step
+    (instance norm's) and the (name, algorithm) of every kernel that ran."""
+    y, grads, prof = _run(model, x_np, unfused)
+    norm = model[0]
+    state = ([np.array(norm.running_mean.data), np.array(norm.running_var.data)]
+             if getattr(norm, "running_mean", None) is not None else [])
+    return y, grads, state, [(e.name, e.algorithm) for e in prof.events]
+
+
+@pytest.mark.parametrize("kind", list(NORMS))
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("slope", [0.0, 0.01, 0.3])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_norm_activation_fused_equals_unfused_bit_for_bit(kind, nd, slope, channels_last):
+    """The group norm kernels apply the activation as they write y and scale g by where
+    it passed y: the output, every gradient and the running statistics are the unfused
+    pair's, bit for bit (a NaN's group included), and the activation ran no kernel of
+    its own."""
+    if not group_norm_kernels_run():
+        pytest.skip("the group norm kernels need Numba")
+    x = _input(nd, channels_last=channels_last) * 2.0 + 0.3
+    x[1, 4] = np.nan  # one (sample, group) NaN: y and its gradient NaN there, as unfused
+    runs = []
+    for unfused in (False, True):
+        model = _norm_act(kind, nd, slope)
+        runs.append([_norm_run(model, x, unfused) for _ in range(2)])  # two steps
+    for (y, grads, state, ran), (y0, grads0, state0, ran0) in zip(*runs):
+        assert np.isnan(y0).any() and (y0 < 0).any() == (slope > 0)
+        for a, b in zip([y, *grads, *state], [y0, *grads0, *state0]):
+            np.testing.assert_array_equal(a, b)
+            assert np.array_equal(np.signbit(a), np.signbit(b))  # ReLU's +0, leaky's -0
+        act = "relu" if slope == 0 else "leaky_relu"
+        assert f"{act}_forward" in dict(ran0) and f"{act}_backward" in dict(ran0)
+        assert not any(name.startswith(act) for name, _ in ran), ran
+        assert dict(ran)["group_norm_forward"] == dict(ran)["group_norm_backward"] == "numba"
+
+
+def group_norm_kernels_run():
+    from convgrad.ops import group_norm
+
+    return group_norm.available(np.zeros((2, 6, 3), np.float32))
+
+
+@pytest.mark.parametrize("slope", [0.0, 0.2])
+def test_norm_activation_fused_matches_torch_float64(slope):
+    """Oracle: torch float64; the fused float32 pair within twice torch float32's error."""
+    if not group_norm_kernels_run():
+        pytest.skip("the group norm kernels need Numba")
+    x = _input(2, channels_last=True) * 3.0 + 1.0
+    model = _norm_act("group", 2, slope)
+    y, grads, _, ran = _norm_run(model, x)
+    assert "relu_forward" not in dict(ran) and "leaky_relu_forward" not in dict(ran)
+    out = {}
+    for dtype in (torch.float64, torch.float32):
+        tm = torch.nn.Sequential(torch.nn.GroupNorm(3, 6),
+                                 torch.nn.ReLU() if slope == 0 else torch.nn.LeakyReLU(slope))
+        with torch.no_grad():
+            tm[0].weight.copy_(torch.from_numpy(model[0].weight.data))
+            tm[0].bias.copy_(torch.from_numpy(model[0].bias.data))
+        tm = tm.to(dtype=dtype, memory_format=torch.channels_last)
+        tx = torch.tensor(x, dtype=dtype).contiguous(memory_format=torch.channels_last)
+        tx.requires_grad_()
+        ty = tm(tx)
+        (ty * ty).sum().backward()
+        out[dtype] = [t.detach().double().numpy() for t in
+                      (ty, tx.grad, tm[0].weight.grad, tm[0].bias.grad)]
+    for ours, exact, theirs in zip([y, *grads], out[torch.float64], out[torch.float32]):
+        scale = np.abs(exact).max()
+        err = np.abs(ours - exact).max() / scale
+        torch_err = np.abs(theirs - exact).max() / scale
+        assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+
+
+def test_norm_activation_not_fused_without_the_kernels_or_with_hooks():
+    """float64 (the reference path), a hook on either module, or instance norm in eval
+    mode with running statistics: the activation runs as its own operation, same result."""
+    x = _input(2)
+    model = _norm_act("group", 2, 0.1).to(cg.float64)
+    y, grads, _, ran = _norm_run(model, x.astype(np.float64))
+    y0, grads0, _, _ = _norm_run(model, x.astype(np.float64), unfused=True)
+    assert "leaky_relu_forward" in dict(ran)
+    assert np.array_equal(y, y0) and all(np.array_equal(a, b) for a, b in zip(grads, grads0))
+    model = _norm_act("group", 2, 0.1)
+    model[1].register_forward_pre_hook(lambda m, i: None)
+    assert "leaky_relu_forward" in dict(_norm_run(model, x)[3])
+    model = _norm_act("instance", 2, 0.0)
+    _norm_run(model, x)  # running statistics to evaluate with
+    model.eval()
+    y, _, _, ran = _norm_run(model, x)
+    y0, _, _, _ = _norm_run(model, x, unfused=True)
+    assert "relu_forward" in dict(ran) and np.array_equal(y, y0)
+
+
+@pytest.mark.parametrize("slope", [0.0, 0.3])
+def test_second_order_gradients_through_the_fused_norm_activation(slope):
+    """create_graph: the fused pair's rule as recorded operations (the activation's
+    derivative a constant from the forward's mask) gives the unfused pair's gradients."""
+    if not group_norm_kernels_run():
+        pytest.skip("the group norm kernels need Numba")
+    model = _norm_act("group", 2, slope)
+    x_np = _input(2) * 2.0 + 0.3
+    out = []
+    for unfused in (False, True):
+        x = cg.tensor(x_np, requires_grad=True)
+        y = model[1](model[0](x)) if unfused else model(x)
+        (gx,) = cg.autograd.grad((y * y).sum(), x, create_graph=True)
+        (ggx,) = cg.autograd.grad((gx * gx).sum(), x)
+        out.append((gx.data, ggx.data))
+    np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-5, atol=1e-6)

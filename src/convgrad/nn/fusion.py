@@ -7,6 +7,9 @@ no pass over memory of its own, and its backward reads the one saved output.  A 
 NaN into 0 where torch keeps it.  A ``BatchNorm1d/2d/3d`` normalising by the batch's
 statistics followed by ``ReLU`` runs as one ``BatchNormReLU`` (oneDNN's fused ReLU; a NaN
 anywhere in a channel makes its statistics, and so the whole channel, NaN either way).
+A ``GroupNorm`` or ``InstanceNorm1d/2d/3d`` followed by ``ReLU`` or ``LeakyReLU`` (slope
+>= 0) runs as one ``GroupNormReLU`` where the group norm kernels run (the activation
+applied as y is written; a byte per element kept for the backward instead of y).
 A pair is fused only where nobody can tell: neither module has hooks, and neither class
 overrides the ``forward`` the fusion stands for (a subclass's own ``forward`` runs as
 written).  The fused result equals the unfused one bit for bit.

@@ -19,7 +19,9 @@ sample; float64 keeps it).  Blocks and channels combine per group by Chan et al.
 update.  ``nsc`` loops run along tiles of ``tile`` whole rows, one contiguous run, with
 per-position accumulators and coefficients repeated along the tile, so they vectorise
 (looping per row over C channels ran 2-3x slower).  Outputs are computed in float64
-and rounded to float32 once.
+and rounded to float32 once.  A fused (leaky) ReLU acts on the rounded y, as the
+separate activation would, and its backward on g: selects and a product by 1 or the
+slope, which keep the loops vectorised.
 """
 
 from __future__ import annotations
@@ -40,13 +42,15 @@ def _compile(numba) -> dict:
     # computed from float32 inputs and rounded to float32 once, so it moves no result
     compiled = numba.njit(nogil=True, cache=True, parallel=parallel, fastmath={"reassoc"})
 
-    def forward(x, nsc, c_len, groups, tile, r, w, b, eps, relu, slope, y, mean, var):
-        """y = (x - m) s w + b, then with ``relu`` the (leaky) ReLU of float32 ``slope``;
+    def forward(x, nsc, c_len, groups, tile, r, w, b, eps, relu, slope, y, mean, var, keep):
+        """y = (x - m) s w + b, then with ``relu`` the (leaky) ReLU of float32 ``slope``,
+        ``keep`` (x's shape, uint8) set where it passes y (and its gradient) unscaled;
         mean, var (N, G) out; w, b (C,) float64."""
         n_len, s_len = x.shape[0], x.shape[1] // c_len
         b_len = (s_len + r - 1) // r
         tasks = n_len * b_len * (1 if nsc else c_len)
         ln = tile * c_len
+        zero = np.float32(0)
         pm, pq = np.empty((n_len, b_len, c_len)), np.empty((n_len, b_len, c_len))
         for t in prange(tasks):  # each block's mean and sum of squared deviations
             if nsc:
@@ -128,10 +132,13 @@ def _compile(numba) -> dict:
                     for j in range(xs.shape[0]):
                         ys[j] = np.float32((np.float64(xs[j]) - mn[j]) * scn[j] + shn[j])
                     if relu:
+                        ks = keep[n, o:min(o + ln, hi)]
                         for j in range(ys.shape[0]):
                             v = ys[j]
-                            if not (v > 0 or v != v):  # NaN stays NaN
-                                ys[j] = v * slope if slope > 0 else np.float32(0)
+                            # leaky: v > 0 (NaN scaled, stays NaN); ReLU: not v <= 0 (NaN kept)
+                            k = v > 0 if slope > 0 else not v <= 0
+                            ks[j] = k
+                            ys[j] = v if k else (v * slope if slope > 0 else zero)
             else:
                 n, c, bb = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
                 lo = c * s_len + bb * r
@@ -141,52 +148,49 @@ def _compile(numba) -> dict:
                 for j in range(xs.shape[0]):
                     ys[j] = np.float32((np.float64(xs[j]) - m) * s_ + h)
                 if relu:
+                    ks = keep[n, lo:hi]
                     for j in range(ys.shape[0]):
                         v = ys[j]
-                        if not (v > 0 or v != v):
-                            ys[j] = v * slope if slope > 0 else np.float32(0)
+                        k = v > 0 if slope > 0 else not v <= 0
+                        ks[j] = k
+                        ys[j] = v if k else (v * slope if slope > 0 else zero)
 
-    def backward(g, x, nsc, c_len, groups, tile, r, mean, var, w, b, eps, relu, slope,
+    def backward(g, x, nsc, c_len, groups, tile, r, mean, var, w, eps, relu, slope, keep,
                  need_x, gx, gw, gb):
         """gx = s (g w - mean(g w) - xh mean(g w xh)) over each group, xh = (x - m) s;
         gw = sum g xh, gb = sum g per channel (float64 out).  With ``relu``, g is first
-        masked by the (leaky) ReLU of ``slope`` at the forward's output, recomputed from x
-        as the forward rounded it (b, (C,) float64, is read for it)."""
+        taken to the activation's input: as it is where the forward's ``keep`` is set,
+        else times ``slope`` (a ReLU: 0)."""
         n_len, s_len = x.shape[0], x.shape[1] // c_len
         b_len = (s_len + r - 1) // r
         tasks = n_len * b_len * (1 if nsc else c_len)
         ln = tile * c_len
         cg = c_len // groups
-        mc, sc = np.empty((n_len, c_len)), np.empty((n_len, c_len))
+        one, zero = np.float32(1), np.float32(0)  # g * 1 is g, bit for bit
+        mc = np.empty((n_len, c_len))
         for n in range(n_len):
             for c in range(c_len):
                 mc[n, c] = mean[n, c // cg]
-                sc[n, c] = 1.0 / np.sqrt(var[n, c // cg] + eps) * w[c]  # the forward's
-        st, bt = np.empty((n_len, ln)), np.empty(ln)
-        for n in range(n_len):
-            for j in range(ln):
-                st[n, j] = sc[n, j % c_len]
-        for j in range(ln):
-            bt[j] = b[j % c_len]
         pa, pb = np.empty((n_len, b_len, c_len)), np.empty((n_len, b_len, c_len))
         for t in prange(tasks):  # sum g and sum g (x - m) of each block
             if nsc:
                 n, bb = t // b_len, t % b_len
                 lo, hi = bb * r * c_len, min(s_len, bb * r + r) * c_len
-                xr, gr, stn = x[n], g[n], st[n]
+                xr, gr = x[n], g[n]
                 mt, a1, a2 = np.empty(ln), np.zeros(ln), np.zeros(ln)
                 gm = np.empty(ln, np.float32)
                 for j in range(ln):
                     mt[j] = mc[n, j % c_len]
                 for o in range(lo, hi, ln):
                     xs, gs = xr[o:min(o + ln, hi)], gr[o:min(o + ln, hi)]
-                    if relu:  # g at the ReLU's input
-                        for j in range(xs.shape[0]):
-                            v = np.float32((np.float64(xs[j]) - mt[j]) * stn[j] + bt[j])
-                            if v > 0 or (v != v and slope == 0):
-                                gm[j] = gs[j]
-                            else:
-                                gm[j] = gs[j] * slope if slope > 0 else np.float32(0)
+                    if relu:  # g at the activation's input (selects: they vectorise)
+                        ks = keep[n, o:min(o + ln, hi)]
+                        if slope > 0:
+                            for j in range(xs.shape[0]):
+                                gm[j] = gs[j] * (one if ks[j] else slope)
+                        else:
+                            for j in range(xs.shape[0]):
+                                gm[j] = gs[j] if ks[j] else zero
                         gs = gm[:xs.shape[0]]
                     for j in range(xs.shape[0]):
                         a1[j] += gs[j]
@@ -203,13 +207,13 @@ def _compile(numba) -> dict:
                 hi = c * s_len + min(s_len, bb * r + r)
                 xs, gs, m = x[n, lo:hi], g[n, lo:hi], mc[n, c]
                 if relu:
-                    s_, h, gm = sc[n, c], b[c], np.empty(hi - lo, np.float32)
-                    for j in range(xs.shape[0]):
-                        v = np.float32((np.float64(xs[j]) - m) * s_ + h)
-                        if v > 0 or (v != v and slope == 0):
-                            gm[j] = gs[j]
-                        else:
-                            gm[j] = gs[j] * slope if slope > 0 else np.float32(0)
+                    ks, gm = keep[n, lo:hi], np.empty(hi - lo, np.float32)
+                    if slope > 0:
+                        for j in range(xs.shape[0]):
+                            gm[j] = gs[j] * (one if ks[j] else slope)
+                    else:
+                        for j in range(xs.shape[0]):
+                            gm[j] = gs[j] if ks[j] else zero
                     gs = gm
                 v1 = v2 = 0.0
                 for j in range(xs.shape[0]):
@@ -251,18 +255,19 @@ def _compile(numba) -> dict:
                 n, bb = t // b_len, t % b_len
                 lo, hi = bb * r * c_len, min(s_len, bb * r + r) * c_len
                 xr, gr, out = x[n], g[n], gx[n]
-                an, kn, dn, mn, stn = at[n], kt[n], dt[n], mt2[n], st[n]
+                an, kn, dn, mn = at[n], kt[n], dt[n], mt2[n]
                 gm = np.empty(ln, np.float32)
                 for o in range(lo, hi, ln):
                     e = min(o + ln, hi)
                     xs, gs, os_ = xr[o:e], gr[o:e], out[o:e]
                     if relu:
-                        for j in range(xs.shape[0]):
-                            v = np.float32((np.float64(xs[j]) - mn[j]) * stn[j] + bt[j])
-                            if v > 0 or (v != v and slope == 0):
-                                gm[j] = gs[j]
-                            else:
-                                gm[j] = gs[j] * slope if slope > 0 else np.float32(0)
+                        ks = keep[n, o:e]
+                        if slope > 0:
+                            for j in range(xs.shape[0]):
+                                gm[j] = gs[j] * (one if ks[j] else slope)
+                        else:
+                            for j in range(xs.shape[0]):
+                                gm[j] = gs[j] if ks[j] else zero
                         gs = gm[:e - o]
                     for j in range(xs.shape[0]):
                         os_[j] = np.float32(an[j] * gs[j]
@@ -274,13 +279,13 @@ def _compile(numba) -> dict:
                 xs, gs, os_ = x[n, lo:hi], g[n, lo:hi], gx[n, lo:hi]
                 a_, k_, d_, m = ac[n, c], kc[n, c], dc[n, c], mc[n, c]
                 if relu:
-                    s_, h, gm = sc[n, c], b[c], np.empty(hi - lo, np.float32)
-                    for j in range(xs.shape[0]):
-                        v = np.float32((np.float64(xs[j]) - m) * s_ + h)
-                        if v > 0 or (v != v and slope == 0):
-                            gm[j] = gs[j]
-                        else:
-                            gm[j] = gs[j] * slope if slope > 0 else np.float32(0)
+                    ks, gm = keep[n, lo:hi], np.empty(hi - lo, np.float32)
+                    if slope > 0:
+                        for j in range(xs.shape[0]):
+                            gm[j] = gs[j] * (one if ks[j] else slope)
+                    else:
+                        for j in range(xs.shape[0]):
+                            gm[j] = gs[j] if ks[j] else zero
                     gs = gm
                 for j in range(xs.shape[0]):
                     os_[j] = np.float32(a_ * gs[j] + (k_ * (np.float64(xs[j]) - m) + d_))

@@ -166,7 +166,8 @@ class GroupNorm(Function):
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
                 groups: int, eps: float, stats: dict | None = None,
                 slope: float | None = None) -> np.ndarray:
-        y, ctx.mean, ctx.var = group_kernels.group_norm_forward(x, groups, w, b, eps, slope)
+        y, ctx.mean, ctx.var, ctx.keep = group_kernels.group_norm_forward(x, groups, w, b, eps,
+                                                                          slope)
         ctx.groups, ctx.eps, ctx.slope = groups, eps, slope
         if stats is not None:
             stats["mean"], stats["var"] = ctx.mean, ctx.var
@@ -174,18 +175,14 @@ class GroupNorm(Function):
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:
-        x, w, b = ctx.inputs
+        x, w, _ = ctx.inputs
         need, slope = ctx.needs_input_grad, ctx.slope
         if not is_grad_enabled():
             return group_kernels.group_norm_backward(
                 g.data, x.data, ctx.mean, ctx.var, None if w is None else w.data, ctx.eps,
-                need, None if b is None else b.data, slope)
-        if slope is not None:  # the activation's derivative: a constant at the recomputed y
-            y = group_kernels.group_norm_forward(x.data, ctx.groups,
-                                                 None if w is None else w.data,
-                                                 None if b is None else b.data, ctx.eps)[0]
-            passes = (y > 0) | (np.isnan(y) if slope == 0 else False)
-            g = g * type(g)._wrap(np.where(passes, 1.0, slope).astype(g.dtype))
+                need, slope, ctx.keep)
+        if slope is not None:  # the activation's derivative, a constant: 1 where kept
+            g = g * type(g)._wrap(np.where(ctx.keep, 1.0, slope).astype(g.dtype))
         # create_graph: the rule as recorded Tensor operations of x (and w), on the
         # (N, groups, rest) view: xh = (x - m) s; dx = s (gs - mean(gs) - xh mean(gs xh))
         n, c = x.shape[:2]
@@ -206,10 +203,9 @@ class GroupNorm(Function):
 
 class GroupNormReLU(GroupNorm):
     """``leaky_relu(group_norm(x), slope)`` (a ReLU for ``slope`` 0), one kernel each way
-    (:mod:`convgrad.ops.group_norm`): the backward masks g at the output it recomputes
-    from x (so it reads b too), never the output itself, for callers that fuse the pair."""
-
-    reads = (0, 1, 2)
+    (:mod:`convgrad.ops.group_norm`), for callers that fuse the pair: the forward keeps a
+    byte per element saying where the activation passed y unscaled, the backward scales g
+    by it (never reading the output)."""
 
 
 class BatchNormReLU(BatchNorm):
