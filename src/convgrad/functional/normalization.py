@@ -19,12 +19,18 @@ from ..autograd import is_grad_enabled
 from ..ops import group_norm as group_kernels
 from ..ops import normalization as kernels
 from ..ops import reduction
-from .activation import leaky_relu
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _number
-from ..tensor.normalization import (BatchNorm, BatchNormReLU, ChannelAffine, GroupNorm,
-                                    GroupNormReLU, Standardize)
+from ..tensor.normalization import (
+    BatchNorm,
+    BatchNormReLU,
+    ChannelAffine,
+    GroupNorm,
+    GroupNormReLU,
+    Standardize,
+)
 from ..tensor.normalization import moments as _moments
+from .activation import leaky_relu
 
 __all__ = ["batch_norm", "batch_norm_relu", "group_norm", "group_norm_relu", "instance_norm",
            "instance_norm_relu", "layer_norm"]
