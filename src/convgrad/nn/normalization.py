@@ -169,21 +169,19 @@ class BatchNorm3d(_BatchNorm):
     _accepted_dims, _example = (5,), "(N, C, D, H, W)"
 
 
-class _InstanceNorm(_NormBase):
-    _unbatched_dims: int
+class _FusesActivation:
+    """A group or instance normalisation layer, ``_normalize(input, slope)``: its
+    ``forward`` (slope None), and ``forward_relu`` for a ReLU (0) or leaky ReLU after it,
+    one kernel each way where the group norm kernels run (see :mod:`convgrad.nn.fusion`)."""
 
-    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
-                 affine: bool = False, track_running_stats: bool = False, *,
-                 bias: bool = True, dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias,
-                         dtype=dtype)
+    def _normalize(self, input: Any, slope: float | None) -> Tensor:
+        raise NotImplementedError
 
     def forward(self, input: Any) -> Tensor:
         return self._normalize(input, None)
 
     def forward_relu(self, input: Any, slope: float) -> Tensor:
-        """``leaky_relu(forward(input), slope)`` (a ReLU for ``slope`` 0), one kernel each
-        way where the group norm kernels run (see :mod:`convgrad.nn.fusion`)."""
+        """``leaky_relu(forward(input), slope)`` (a ReLU for ``slope`` 0)."""
         return self._normalize(input, slope)
 
     fuses_relu_after = forward  # see convgrad.nn.fusion
@@ -191,6 +189,16 @@ class _InstanceNorm(_NormBase):
     def accepts_relu(self, slope: float) -> bool:
         """The group norm kernels apply a ReLU or a leaky one of any slope >= 0."""
         return slope >= 0
+
+
+class _InstanceNorm(_FusesActivation, _NormBase):
+    _unbatched_dims: int
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, *,
+                 bias: bool = True, dtype: Any = None) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias,
+                         dtype=dtype)
 
     def _normalize(self, input: Any, slope: float | None) -> Tensor:
         x = layer_input(type(self).__name__, input, self._reference())
@@ -233,7 +241,7 @@ class InstanceNorm3d(_InstanceNorm):
     _accepted_dims, _example, _unbatched_dims = (4, 5), "(N, C, D, H, W) or (C, D, H, W)", 4
 
 
-class GroupNorm(Module):
+class GroupNorm(_FusesActivation, Module):
     """Group normalisation: ``num_channels`` split into ``num_groups`` groups, each
     normalised per sample; ``weight`` and ``bias`` act per channel."""
 
@@ -258,20 +266,6 @@ class GroupNorm(Module):
             self.bias = Parameter(np.zeros(num_channels, dt))
         else:
             self.register_parameter("bias", None)
-
-    def forward(self, input: Any) -> Tensor:
-        return self._normalize(input, None)
-
-    def forward_relu(self, input: Any, slope: float) -> Tensor:
-        """``leaky_relu(forward(input), slope)`` (a ReLU for ``slope`` 0), one kernel each
-        way where the group norm kernels run (see :mod:`convgrad.nn.fusion`)."""
-        return self._normalize(input, slope)
-
-    fuses_relu_after = forward  # see convgrad.nn.fusion
-
-    def accepts_relu(self, slope: float) -> bool:
-        """The group norm kernels apply a ReLU or a leaky one of any slope >= 0."""
-        return slope >= 0
 
     def _normalize(self, input: Any, slope: float | None) -> Tensor:
         x = layer_input("GroupNorm", input, self.weight)

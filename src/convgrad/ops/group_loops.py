@@ -21,7 +21,8 @@ per-position accumulators and coefficients repeated along the tile, so they vect
 (looping per row over C channels ran 2-3x slower).  Outputs are computed in float64
 and rounded to float32 once.  A fused (leaky) ReLU acts on the rounded y, as the
 separate activation would, and its backward on g: selects and a product by 1 or the
-slope, which keep the loops vectorised.
+slope, which keep the loops vectorised; written out in each pass and layout (a compiled
+helper in their closure would change Numba's cache key every process).
 """
 
 from __future__ import annotations
