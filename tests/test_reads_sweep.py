@@ -40,11 +40,14 @@ from convgrad.tensor.normalization import (
     BatchNormReLU,
     ChannelAffine,
     GroupNorm,
+    GroupNormReLU,
     Standardize,
 )
 from convgrad.tensor.similarity import SSIMTerms
 
 RNG = np.random.default_rng(0)
+#: Functions whose callers use them only where their compiled kernels run
+NEEDS_NUMBA = {GroupNorm, GroupNormReLU}
 
 
 def arr(*shape, low=-1.0, high=1.0):
@@ -135,10 +138,12 @@ SAMPLES = {
     Standardize: (lambda x: _standardize(x), [arr(4, 3)]),
     BatchNorm: (lambda x, w, b: BatchNorm.apply(x, w, b, eps=1e-5), [arr(4, 3), arr(3), arr(3)]),
     ChannelAffine: (lambda x, w, b: ChannelAffine.apply(x, w, b), [arr(4, 3, 5), arr(3), arr(3)]),
-    # its kernels are Numba's (float32); without Numba group_norm takes the view path
-    GroupNorm: ((lambda x, w, b: GroupNorm.apply(x, w, b, groups=2, eps=1e-5)) if jit.enabled()
-                else (lambda x, w, b: F.group_norm(x, 2, w, b)),
+    # its kernels are Numba's (float32): without Numba it never runs (NEEDS_NUMBA)
+    GroupNorm: (lambda x, w, b: GroupNorm.apply(x, w, b, groups=2, eps=1e-5),
                 [arr32(3, 4, 5), arr32(4), arr32(4)]),
+    GroupNormReLU: (lambda x, w, b: GroupNormReLU.apply(x, w, b, groups=2, eps=1e-5,
+                                                        slope=0.1),
+                    [arr32(3, 4, 5), arr32(4), arr32(4)]),
     BatchNormReLU: (lambda x, w, b: BatchNormReLU.apply(x, w, b, eps=1e-5),
                     [arr(4, 3), arr(3), arr(3)]),
     S.PadConstant: (lambda a: S.PadConstant.apply(a, widths=((1, 0), (0, 2)), value=0.0),
@@ -222,6 +227,8 @@ def _run(cls, edit: int | str | None):
     """Gradients of ``sum(y * v)`` w.r.t. the leaves, after an in-place edit of input
     ``edit`` (a non-leaf copy of the leaf), of the output, or of nothing."""
     fn, arrays = SAMPLES[cls][:2]
+    if cls in NEEDS_NUMBA and not jit.enabled():
+        pytest.skip(f"{cls.__name__} runs on Numba's kernels only")
     leaves = [cg.tensor(a, requires_grad=True) for a in arrays]
     inputs = [leaf.clone() for leaf in leaves]
     y = fn(*inputs)
