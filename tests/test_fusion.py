@@ -409,3 +409,23 @@ def test_second_order_gradients_through_the_fused_norm_activation(slope):
         out.append((gx.data, ggx.data))
     np.testing.assert_allclose(out[0][0], out[1][0], rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("norm", ["group", "batch"])
+def test_a_leaky_relu_of_slope_zero_is_not_fused_as_a_relu(norm):
+    """LeakyReLU(0.0) is not a ReLU: it gives -0 below zero (a ReLU +0) and g * 0 at a NaN
+    (a ReLU passes g): no fusion takes it for one, so the pair keeps both, bit for bit."""
+    if norm == "group" and not group_norm_kernels_run():
+        pytest.skip("the group norm kernels need Numba")
+    x = _input(2) * 2.0
+    x[0, 0, 0, 0] = np.nan
+    runs = []
+    for unfused in (False, True):
+        model = nn.Sequential(nn.GroupNorm(3, 6) if norm == "group" else nn.BatchNorm2d(6),
+                              nn.LeakyReLU(0.0))
+        runs.append(_norm_run(model, x, unfused))
+    (y, grads, _, ran), (y0, grads0, _, _) = runs
+    assert (np.signbit(y0) & (y0 == 0)).any()  # the -0 a fused ReLU would turn into +0
+    for a, b in zip([y, *grads], [y0, *grads0]):
+        assert a.tobytes() == b.tobytes()
+    assert "leaky_relu_forward" in dict(ran)

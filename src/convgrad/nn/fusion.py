@@ -8,7 +8,7 @@ NaN into 0 where torch keeps it.  A ``BatchNorm1d/2d/3d`` normalising by the bat
 statistics followed by ``ReLU`` runs as one ``BatchNormReLU`` (oneDNN's fused ReLU; a NaN
 anywhere in a channel makes its statistics, and so the whole channel, NaN either way).
 A ``GroupNorm`` or ``InstanceNorm1d/2d/3d`` followed by ``ReLU`` or ``LeakyReLU`` (slope
->= 0) runs as one ``GroupNormReLU`` where the group norm kernels run (the activation
+> 0) runs as one ``GroupNormReLU`` where the group norm kernels run (the activation
 applied as y is written; a byte per element kept for the backward instead of y).
 A pair is fused only where nobody can tell: neither module has hooks, and neither class
 overrides the ``forward`` the fusion stands for (a subclass's own ``forward`` runs as
@@ -17,8 +17,9 @@ written).  The fused result equals the unfused one bit for bit.
 Layers declare what they fuse by class attributes, so this module imports none of them:
 a layer class sets ``fuses_relu_after = forward`` (the ``forward`` whose
 ``forward_relu(x, slope)`` is the fused equivalent) and answers ``accepts_relu(slope)``;
-an activation class sets ``relu_of = forward`` and answers ``relu_slope()`` (``None``:
-not a (leaky) ReLU of slope >= 0).
+an activation class sets ``relu_of = forward`` and answers ``relu_slope()`` (0: a ReLU;
+a slope > 0: a leaky ReLU; ``None``: neither, ``LeakyReLU(0.0)`` included, whose -0 and
+NaN gradient differ from a ReLU's).
 """
 
 from __future__ import annotations

@@ -108,8 +108,10 @@ class LeakyReLU(Module):
     relu_of = forward  # see convgrad.nn.fusion
 
     def relu_slope(self) -> float | None:
-        s = self.negative_slope  # read live; a negative slope flips the sign test
-        return float(s) if s >= 0 else None
+        # read live; a negative slope flips the sign test, and a zero one is not a ReLU
+        # (its -0 below zero and its gradient g * 0 at a NaN: a fused ReLU gives +0 and g)
+        s = self.negative_slope
+        return float(s) if s > 0 else None
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")

@@ -187,7 +187,7 @@ class _FusesActivation:
     fuses_relu_after = forward  # see convgrad.nn.fusion
 
     def accepts_relu(self, slope: float) -> bool:
-        """The group norm kernels apply a ReLU or a leaky one of any slope >= 0."""
+        """The group norm kernels apply a ReLU (0) or a leaky one of any slope > 0."""
         return slope >= 0
 
 
