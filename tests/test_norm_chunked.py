@@ -42,6 +42,9 @@ def _run(x, w, b, g, relu=False):
 
 def _torch(x, w, b, g, relu=False, dtype=torch.float64):
     xt, wt, bt = (torch.tensor(a, dtype=dtype, requires_grad=True) for a in (x, w, b))
+    if x.ndim in (4, 5) and layouts.is_channels_last(x):  # torch's kernels for x's layout
+        fmt = torch.channels_last if x.ndim == 4 else torch.channels_last_3d
+        xt = torch.tensor(x, dtype=dtype).contiguous(memory_format=fmt).requires_grad_()
     y = TF.batch_norm(xt, None, None, wt, bt, training=True)
     y = torch.relu(y) if relu else y
     y.backward(torch.tensor(g, dtype=dtype))
@@ -52,7 +55,7 @@ def _as_accurate_as_torch(ours, x, w, b, g, relu=False, names=("y", "gx", "gw", 
     """Each of ``ours`` (y, gx, gw, gb) named in ``names`` within twice torch float32's
     max-norm error, both against torch float64 (floor: one float32 rounding)."""
     exact = _torch(x, w, b, g, relu)
-    theirs = _torch(np.ascontiguousarray(x), w, b, g, relu, torch.float32)
+    theirs = _torch(x, w, b, g, relu, torch.float32)  # in x's layout, as the kernels run
     for name, o, e, t in zip(("y", "gx", "gw", "gb"), ours, exact, theirs):
         if name not in names:
             continue
