@@ -536,6 +536,26 @@ def test_layout_helpers():
     assert layouts.is_channels_last(layouts.empty((2, 3, 7), channels_last=True))
 
 
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (1, 7, 3, 3, 3), (5,), (0, 3, 4, 4), (4, 33)])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint8])
+def test_aligned_allocation(shape, channels_last, dtype):
+    """``aligned=True``: the first byte on a 64-byte boundary (over many allocations: NumPy
+    places large ones 16 bytes past a page), the shape, strides and layout of the plain
+    allocation, writable memory of its own."""
+    for _ in range(8):
+        a = layouts.empty(shape, channels_last=channels_last, dtype=dtype, aligned=True)
+        b = layouts.empty(shape, channels_last=channels_last, dtype=dtype)
+        assert (a.shape, a.dtype) == (b.shape, b.dtype)
+        if a.size:  # (an empty array has no memory to place)
+            assert a.ctypes.data % 64 == 0 and layouts.is_aligned(a)
+            assert a.strides == b.strides
+        a[...] = 1
+        assert a.sum() == a.size
+        big = layouts.empty((4, 64, 96, 96), channels_last=channels_last, aligned=True)
+        assert layouts.is_aligned(big)
+
+
 @pytest.mark.parametrize("env", [{}, {"CONVGRAD_ONEDNN": "0"}])
 def test_building_a_network_warms_onednn_up_in_the_background(env):
     """A convolution layer starts one background thread that loads oneDNN and runs a

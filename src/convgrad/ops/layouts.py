@@ -16,12 +16,20 @@ import numpy as np
 
 from .registry import family
 
-__all__ = ["LAYOUT", "axis_view", "channels_last_strides", "concatenate",
-           "dense_channels_last", "empty", "is_channels_last", "is_dense", "memory_order"]
+__all__ = ["ALIGNMENT", "LAYOUT", "axis_view", "channels_last_strides", "concatenate",
+           "dense_channels_last", "empty", "is_aligned", "is_channels_last", "is_dense",
+           "memory_order"]
 
 #: conversions between layouts: ``onednn`` (a reorder step of a oneDNN plan), ``numpy``
 #: (a copy); no choice between them, the family exists for its profiler events
 LAYOUT = family("layout", ("onednn", "numpy"))
+
+#: bytes: the alignment :func:`empty` gives on request, oneDNN's assumption for the
+#: arrays it writes: its resampling kernel stores a large output (past its cache
+#: estimate) with non-temporal stores, which raise a general-protection fault on less
+#: (NumPy's large arrays lie 16 bytes past a page); its other kernels check, or store
+#: plainly
+ALIGNMENT = 64
 
 
 def _innermost_first(ndim: int) -> tuple[int, ...]:
@@ -73,13 +81,32 @@ def channels_last_strides(shape: tuple) -> tuple[int, ...]:
     return tuple(out)
 
 
-def empty(shape: tuple, channels_last: bool = False, dtype=np.float32) -> np.ndarray:
-    """An uninitialised (N, C, *spatial) array, channels-last in memory if asked."""
+def empty(shape: tuple, channels_last: bool = False, dtype=np.float32,
+          aligned: bool = False) -> np.ndarray:
+    """An uninitialised (N, C, *spatial) array, channels-last in memory if asked, its
+    first byte on an :data:`ALIGNMENT` boundary if ``aligned`` (a view into a slightly
+    larger buffer)."""
     shape = tuple(shape)
+    alloc = _aligned_empty if aligned else np.empty
     if not channels_last or len(shape) < 3:
-        return np.empty(shape, dtype=dtype)
+        return alloc(shape, dtype=dtype)
     perm = (0, *range(2, len(shape)), 1)
-    return np.empty(tuple(shape[d] for d in perm), dtype=dtype).transpose(np.argsort(perm))
+    return alloc(tuple(shape[d] for d in perm), dtype=dtype).transpose(np.argsort(perm))
+
+
+def _aligned_empty(shape: tuple, dtype=np.float32) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    if nbytes == 0:  # no memory to place
+        return np.empty(shape, dtype=dtype)
+    raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGNMENT
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def is_aligned(a: np.ndarray) -> bool:
+    """Whether ``a``'s first byte lies on an :data:`ALIGNMENT` boundary."""
+    return a.ctypes.data % ALIGNMENT == 0
 
 
 def memory_order(a: np.ndarray) -> list[int]:

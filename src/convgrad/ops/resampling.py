@@ -99,7 +99,8 @@ def resample_forward(x: np.ndarray, y_shape: tuple, mode: str, like: np.ndarray
                      ) -> np.ndarray:
     """oneDNN: x resampled to ``y_shape``, in ``like``'s layout."""
     x = _in_layout(x, like)
-    y = layouts.empty(y_shape, channels_last=layouts.is_channels_last(like))
+    # aligned: oneDNN may write it with non-temporal stores (see layouts.ALIGNMENT)
+    y = layouts.empty(y_shape, channels_last=layouts.is_channels_last(like), aligned=True)
     with RESAMPLE.record(f"{mode}_forward", x.shape, y_shape) as rec:
         plan = _plan("forward", mode, like, x.shape, y_shape)
         rec.algorithm = plan.name

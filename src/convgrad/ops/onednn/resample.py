@@ -14,6 +14,7 @@ import ctypes
 
 import numpy as np
 
+from .. import layouts
 from ..parallel import num_threads
 from . import _Cache, _library
 from . import _library as L
@@ -62,7 +63,17 @@ class ResamplePlan(Execution):
 
     def run(self, src: np.ndarray, dst: np.ndarray) -> None:
         """Forward: ``src`` x, ``dst`` y; backward: ``src`` gy, ``dst`` gx (the plan's
-        shapes and strides: the caller looked the plan up for these arrays)."""
+        shapes and strides: the caller looked the plan up for these arrays).
+
+        ``dst`` should be aligned (:func:`..layouts.is_aligned`): oneDNN's kernel may write
+        a large one with non-temporal stores, which fault on an unaligned address; any
+        other is written through an aligned copy."""
+        if not layouts.is_aligned(dst):
+            staged = layouts.empty(dst.shape, channels_last=layouts.is_channels_last(dst),
+                                   aligned=True)
+            self.run(src, staged)
+            np.copyto(dst, staged)
+            return
         arrays = {"x": src, "y": dst} if self.pass_name == "forward" else {"y": src, "x": dst}
         self.execute(arrays, {key: a.ctypes.data for key, a in arrays.items()})
 
