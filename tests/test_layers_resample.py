@@ -215,10 +215,13 @@ def test_the_last_axis_by_a_dense_product_matches_the_taps_and_keeps_non_finite_
 
     exact, torch32 = theirs(torch.float64), theirs(torch.float32)
     fast, algos = ours()
-    # forward: H, then W (width inputs); backward: W (2 width inputs), then H
+    # forward: H, then W (width inputs); backward: W (2 width inputs), then H; the taps
+    # compiled where Numba is installed
+    taps_ran = "numba" if cg.ops.jit.enabled() else "numpy"
+
     def on(n):
-        return "dense" if n <= DENSE_MAX_IN else "numpy"
-    assert algos == ["numpy", on(width), on(2 * width), "numpy"], algos
+        return "dense" if n <= DENSE_MAX_IN else taps_ran
+    assert algos == [taps_ran, on(width), on(2 * width), taps_ran], algos
     with prefer("numpy"):
         taps, algos = ours()
     assert algos == ["numpy"] * 4
@@ -235,3 +238,84 @@ def test_the_last_axis_by_a_dense_product_matches_the_taps_and_keeps_non_finite_
     np.testing.assert_array_equal(np.isnan(mine), np.isnan(ref))
     np.testing.assert_array_equal(np.isposinf(mine), np.isposinf(ref))
     assert np.isnan(mine).sum() < mine.size // 10  # local, not whole rows
+
+
+def _layout_of(x_np: np.ndarray, layout: str) -> np.ndarray:
+    """x in NCHW memory, channels-last memory, or a strided view (every other column)."""
+    if layout == "nchw":
+        return x_np
+    if layout == "strided":
+        wide = np.repeat(x_np, 2, axis=-1)
+        wide[..., 1::2] = -7.0
+        return wide[..., ::2]
+    perm = (0, *range(2, x_np.ndim), 1)
+    return np.ascontiguousarray(x_np.transpose(perm)).transpose(np.argsort(perm))
+
+
+@pytest.mark.skipif(not cg.ops.jit.enabled(), reason="the compiled taps need Numba")
+@pytest.mark.parametrize("layout", ["nchw", "channels_last", "strided"])
+@pytest.mark.parametrize("op,shape", [
+    (lambda x: F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True),
+     (2, 5, 6, 7)),
+    (lambda x: F.interpolate(x, size=(13, 4), mode="bicubic", align_corners=False),
+     (2, 3, 9, 10)),
+    (lambda x: F.interpolate(x, scale_factor=1.5, mode="nearest"), (1, 4, 6, 8)),
+    (lambda x: F.interpolate(x, scale_factor=2, mode="trilinear", align_corners=True),
+     (1, 3, 4, 5, 6)),
+    (lambda x: F.adaptive_avg_pool2d(x, 7), (2, 16, 20, 23)),
+    (lambda x: F.adaptive_avg_pool3d(x, (3, 2, 5)), (1, 4, 7, 5, 9)),
+])
+def test_the_compiled_taps_equal_numpys_taps_bit_for_bit(op, shape, layout, monkeypatch):
+    """The per-axis maps' taps on float32 run as Numba's one-pass loop (the profiler
+    says so) on the array's memory as it lies: forward and backward equal NumPy's taps
+    (the reference: the same run without the compiled loops) bit for bit, on NCHW,
+    channels-last and strided input, and a channels-last input keeps its layout through
+    maps that run only taps (torch's ``align_corners=True`` bilinear keeps channels_last
+    too)."""
+    from convgrad.ops import resampling
+
+    x_np = _layout_of(RNG.standard_normal(shape).astype(np.float32), layout)
+
+    def run():
+        x = cg.tensor(x_np, requires_grad=True)
+        with cg.profile() as prof:
+            y = op(x)
+            g = np.random.default_rng(1).standard_normal(y.shape).astype(np.float32)
+            y.backward(cg.tensor(g))
+        return y, x.grad.numpy(), [e.algorithm for e in prof.of("resample")
+                                   if e.name == "axis_map"]
+
+    y, gx, algos = run()
+    monkeypatch.setattr(resampling, "loops", lambda: None)
+    y_ref, gx_ref, ref_algos = run()
+    assert "numba" in algos and set(algos) <= {"numba", "dense"}, algos
+    assert ref_algos == [{"numba": "numpy"}.get(a, a) for a in algos]
+    np.testing.assert_array_equal(y.numpy(), y_ref.numpy())
+    np.testing.assert_array_equal(gx, gx_ref)
+    if layout == "channels_last" and "dense" not in algos:
+        assert cg.ops.layouts.is_channels_last(y.data)
+
+
+def test_align_corners_upsampling_keeps_channels_last_against_torch():
+    """Bilinear ``align_corners=True`` on a channels-last float32 input: channels-last
+    out, as torch's; values and the input gradient against torch float64 within twice
+    torch float32's error (both layouts' torch alike)."""
+    x_np = _layout_of(RNG.standard_normal((2, 8, 12, 10)).astype(np.float32), "channels_last")
+    g_np = RNG.standard_normal((2, 8, 24, 20)).astype(np.float32)
+    x = cg.tensor(x_np, requires_grad=True)
+    y = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+    y.backward(cg.tensor(g_np))
+    assert cg.ops.layouts.is_channels_last(y.data)
+    outs = {}
+    for dtype in (torch.float32, torch.float64):
+        tx = torch.tensor(x_np, dtype=dtype).contiguous(memory_format=torch.channels_last)
+        tx.requires_grad_(True)
+        ty = TF.interpolate(tx, scale_factor=2, mode="bilinear", align_corners=True)
+        assert ty.is_contiguous(memory_format=torch.channels_last)
+        ty.backward(torch.tensor(g_np, dtype=dtype))
+        outs[dtype] = (ty.detach().double().numpy(), tx.grad.double().numpy())
+    for mine, t32, t64 in zip((y.numpy(), x.grad.numpy()), outs[torch.float32],
+                              outs[torch.float64]):
+        scale = np.abs(t64).max()
+        torch_err = np.abs(t32 - t64).max() / scale
+        assert np.abs(mine - t64).max() / scale <= 2 * max(torch_err, 6e-8)

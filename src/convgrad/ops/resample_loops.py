@@ -1,4 +1,5 @@
-"""The adjoint of linear upsampling along one axis as a compiled loop (Numba, :mod:`.jit`).
+"""Resampling along one axis as compiled loops (Numba, :mod:`.jit`): the adjoint of linear
+upsampling, and any per-axis map given by its taps.
 
 An array is viewed, without a copy, as (A, L, B) in its memory order: ``A`` the dims
 outside the axis, ``L`` the axis, ``B`` the contiguous dims inside it.  Each output
@@ -6,6 +7,11 @@ position ``o`` along the axis sends its gradient row ``g[a, o, :]`` to two sourc
 ``i0[o]`` and ``i1[o]``, with weights ``w0[o]`` and ``w1[o]`` (float32: the products and
 sums are the NumPy per-phase kernel's operations, in another order).  One pass over the
 gradient instead of the NumPy kernel's five per phase; the outer rows in a ``prange``.
+
+``taps`` is :func:`.resampling.axis_map`'s gather on the same (A, L, B) view: output row
+``out[a, o, :] = sum_t w[o, t] x[a, index[o, t], :]``, the products and sums in the NumPy
+taps' order and rounding (bit for bit), one pass over the output instead of NumPy's
+four or five per tap; the (a, o) rows in a ``prange``.
 """
 
 from __future__ import annotations
@@ -32,7 +38,23 @@ def _compile(numba) -> dict:
                 for b in range(gr.shape[0]):
                     r1[b] += v * gr[b]
 
-    return {"adjoint_axis": adjoint_axis, "parallel": parallel}
+    @numba.njit(nogil=True, cache=True, parallel=parallel)
+    def taps(x, index, weight, out, p0, p1):  # x (A, Li, B) -> out (A, Lo, B)
+        lo = out.shape[1]
+        for p in prange(p0, p1):
+            a, o = p // lo, p % lo
+            row = out[a, o]
+            src = x[a, index[o, 0]]
+            w = weight[o, 0]
+            for b in range(row.shape[0]):
+                row[b] = src[b] * w
+            for t in range(1, index.shape[1]):
+                src = x[a, index[o, t]]
+                w = weight[o, t]
+                for b in range(row.shape[0]):
+                    row[b] += src[b] * w
+
+    return {"adjoint_axis": adjoint_axis, "taps": taps, "parallel": parallel}
 
 
 #: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)

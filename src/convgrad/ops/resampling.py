@@ -209,11 +209,14 @@ def _linear_adjoint_axis(g: np.ndarray, out: np.ndarray, axis: int) -> None:
 
 def choose_axis_map(x: np.ndarray, axis: int) -> str:
     """``"dense"`` or ``"numpy"`` (the taps) for a per-axis map of ``x`` along ``axis``:
-    dense along a last axis of at most :data:`DENSE_MAX_IN` inputs, for float32/64 x
-    without inf or NaN (0 * inf in the product would spread NaN over a whole row;
-    ``np.isfinite`` of the float64 sum reads x once, with no temporary)."""
+    dense along the innermost axis of x's memory when it is its last axis (NCHW's width),
+    of at most :data:`DENSE_MAX_IN` inputs, for float32/64 x without inf or NaN (0 * inf
+    in the product would spread NaN over a whole row; ``np.isfinite`` of the float64 sum
+    reads x once, with no temporary).  Along any other axis the taps copy runs of memory
+    (a channels-last array's width: its pixels' channels)."""
     if (RESAMPLE.pinned() == "numpy" or type(x) is not np.ndarray
-            or axis != x.ndim - 1 or x.shape[axis] > DENSE_MAX_IN or x.dtype.char not in "fd"
+            or axis != x.ndim - 1 or layouts.memory_order(x)[-1] != axis
+            or x.shape[axis] > DENSE_MAX_IN or x.dtype.char not in "fd"
             or x.size == 0 or not np.isfinite(x.sum(dtype=np.float64))):
         return "numpy"
     return "dense"
@@ -223,23 +226,61 @@ def axis_map(x: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray | N
              dense_as: Callable[[np.dtype], np.ndarray]) -> np.ndarray:
     """``y = M x`` along ``axis`` for the (out, in) matrix M with ``index[o, t]`` the input
     of tap ``t`` of output ``o`` and ``weight[o, t]`` its weight (None: every weight 1);
-    ``dense_as(dtype)`` is M as a dense array.  ``y[o] = sum_t w[o, t] x[index[o, t]]``."""
+    ``dense_as(dtype)`` is M as a dense array.  ``y[o] = sum_t w[o, t] x[index[o, t]]``.
+
+    The taps run on x's memory as it lies, viewed as (outer, in, inner) (a copy first
+    where x is not dense), so each gathers runs of ``inner`` elements and y keeps x's
+    layout (channels-last stays channels-last).  Gathering along the logical axes of a
+    channels-last array instead cost 10x torch (bilinear ``align_corners=True`` 2x on
+    (16, 64, 64, 64): 105 ms forward and backward, torch 9.8)."""
     with RESAMPLE.record("axis_map", x.shape) as rec:
         rec.algorithm = choose_axis_map(x, axis)
         if rec.algorithm == "dense":
             return np.matmul(x, dense_as(x.dtype).T)
-        shape = [1] * x.ndim
-        shape[axis] = index.shape[0]
-        out = None
-        for t in range(index.shape[1]):
-            part = np.take(x, index[:, t], axis=axis)
-            if weight is not None:
-                part *= weight[:, t].astype(x.dtype).reshape(shape)
-            if out is None:
-                out = part
-            else:
-                out += part
+        order = layouts.memory_order(x)
+        view = layouts.axis_view(x, axis, order)
+        if view is None:  # strided: its logical order, copied dense
+            order = list(range(x.ndim))
+            view = layouts.axis_view(np.ascontiguousarray(x), axis, order)
+        if x.dtype == np.float32 and RESAMPLE.pinned() in (None, "numba") and loops():
+            rec.algorithm = "numba"
+            out = _compiled_taps(view, index, weight)
+        else:
+            out = None
+            for t in range(index.shape[1]):
+                part = np.take(view, index[:, t], axis=1)
+                if weight is not None:
+                    part *= weight[:, t].astype(x.dtype)[:, None]
+                if out is None:
+                    out = part
+                else:
+                    out += part
+        shape = [x.shape[d] for d in order]
+        shape[order.index(axis)] = index.shape[0]
+        return out.reshape(shape).transpose(np.argsort(order))
+
+
+def _compiled_taps(view: np.ndarray, index: np.ndarray, weight: np.ndarray | None
+                   ) -> np.ndarray:
+    """:func:`axis_map`'s taps on the float32 (A, L, B) ``view`` as one compiled pass
+    (:mod:`.resample_loops`): (A, len(index), B), bit for bit the NumPy taps."""
+    A, _, B = view.shape
+    Lo = index.shape[0]
+    out = np.empty((A, Lo, B), np.float32)
+    w = (np.ones(index.shape, np.float32) if weight is None
+         else np.ascontiguousarray(weight, np.float32))
+    idx = np.ascontiguousarray(index, np.int64)
+    lp = loops()
+    kernel, rows = lp["taps"], A * Lo
+    threads = 1 if out.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads()
+    if lp["parallel"]:
+        jit.set_threads(threads)
+        kernel(view, idx, w, out, 0, rows)
         return out
+    cuts = [rows * i // threads for i in range(threads + 1)]
+    parallel.run_chunks([lambda a=a, b=b: kernel(view, idx, w, out, a, b) or 0
+                         for a, b in zip(cuts, cuts[1:]) if b > a])
+    return out
 
 
 @jit.exercise
@@ -248,3 +289,6 @@ def _exercise() -> None:
     like = layouts.empty((1, 2, 2, 2), channels_last=True)
     resample_backward(layouts.empty((1, 2, 4, 4), channels_last=True), like.shape, "linear",
                       like)
+    if loops():
+        _compiled_taps(np.zeros((1, 2, 2), np.float32), np.zeros((3, 2), np.int64),
+                       np.ones((3, 2)))
