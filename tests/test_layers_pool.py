@@ -177,3 +177,31 @@ def test_avg_pool_is_a_convolution():
 def test_errors_name_the_argument(call, pattern):
     with pytest.raises((ValueError, TypeError), match=pattern):
         call()
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("nd,shape,out", [
+    (2, (2, 3, 9, 11), (4, 3)), (2, (2, 3, 8, 12), (4, 3)), (2, (1, 4, 9, 7), 1),
+    (1, (2, 3, 10), 4), (3, (1, 2, 6, 5, 7), (4, 2, 3)), (3, (1, 2, 4, 6, 4), 2)])
+def test_adaptive_max_pool_ties_and_nan_as_torch(nd, shape, out, channels_last):
+    """Ties (values from a small set) take the first maximum in the window's row-major
+    order and a NaN the last NaN, as torch: values and indices equal torch's, on windows
+    that divide the input (max pooling) and that do not (the axis-by-axis walk), on NCHW
+    and channels-last memory; the gradient lands where the index says."""
+    rng = np.random.default_rng(len(shape) * 7 + int(channels_last))
+    x = rng.integers(-2, 3, shape).astype(np.float32)
+    x.reshape(-1)[rng.choice(x.size, max(1, x.size // 40), replace=False)] = np.nan
+    if channels_last:
+        perm = (0, *range(2, x.ndim), 1)
+        x = np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
+    mx, mx_t = getattr(F, f"adaptive_max_pool{nd}d"), getattr(TF, f"adaptive_max_pool{nd}d")
+    cx = cg.tensor(x, requires_grad=True)
+    y, idx = mx(cx, out, return_indices=True)
+    tx = torch.tensor(np.ascontiguousarray(x), requires_grad=True)
+    ty, tidx = mx_t(tx, out, return_indices=True)
+    np.testing.assert_array_equal(idx.numpy(), tidx.numpy())
+    np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+    g = rng.standard_normal(ty.shape).astype(np.float32)
+    y.backward(cg.tensor(g))
+    ty.backward(torch.from_numpy(g))
+    np.testing.assert_array_equal(cx.grad.numpy(), tx.grad.numpy())
