@@ -1,8 +1,9 @@
 """``F.pad`` with ``torch.nn.functional.pad``'s semantics, differentiable to any order.
 
 Negative pads crop first; the positive pads then come from the cropped tensor.  Constant
-padding is one op (``PadConstant``); the other modes gather source indices along each
-padded dim with ordinary indexing, whose gradient (a scatter-add) is already defined.
+padding is one op (``PadConstant``); reflect and circular one op per padded dim
+(``PadEdges``: strided copies of the borders; on dask arrays a gather by source index),
+replicate a gather by clipped index.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor, as_tensor
-from ..tensor.shape import PadConstant
+from ..tensor import Tensor, as_tensor, lazy
+from ..tensor.shape import PadConstant, PadEdges
 
 __all__ = ["pad"]
 
@@ -79,5 +80,8 @@ def pad(x: Any, pad: Sequence[int], mode: str = "constant", value: float = 0.0) 
         if n == 0 or max(lo, hi) > limit:
             raise ValueError(f"pad: pad={pad} in {mode} mode needs pads <= {limit} for dim {d} "
                              f"of size {n} (input shape {x.shape})")
-        x = x[(slice(None),) * d + (_source_index(mode, n, lo, hi),)]
+        if lazy.is_dask_array(x.data):  # (dask gathers lazily by index)
+            x = x[(slice(None),) * d + (_source_index(mode, n, lo, hi),)]
+        else:
+            x = PadEdges.apply(x, mode=mode, dim=d, lo=lo, hi=hi)
     return x
