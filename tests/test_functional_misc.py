@@ -248,12 +248,13 @@ def test_cross_entropy_errors():
 @pytest.mark.parametrize("mode,pad", [
     ("reflect", (1, 1, 1, 1)), ("reflect", (3, 2, 0, 3)), ("reflect", (3, 3, 2, 1)),
     ("circular", (2, 4, 1, 0)), ("circular", (4, 4, 3, 3)), ("reflect", (3, 3, 0, 0)),
-    ("circular", (4, 4, 0, 0))])
-def test_reflect_and_circular_pads_against_torch(mode, pad, channels_last):
-    """Reflect and circular pads copy the borders (strided copies, in the input's layout)
-    and add them back in the backward, dim by dim: the float32 output equals torch's bit
-    for bit, and so does the input gradient of a pad along one dim (an element copied to
-    both borders of a (4,)-long dim sums three gradients, in torch's order); over two
+    ("circular", (4, 4, 0, 0)), ("replicate", (3, 2, 1, 4)), ("replicate", (5, 3, 0, 0))])
+def test_reflect_circular_replicate_pads_against_torch(mode, pad, channels_last):
+    """Reflect, circular and replicate pads copy the borders (strided copies, in the
+    input's layout) and add them back in the backward, dim by dim: the float32 output
+    equals torch's bit for bit, and so does the input gradient of a pad along one dim (an
+    element copied to both borders of a (4,)-long dim sums three gradients, an end
+    element under replicate its whole border's, in torch's order); over two
     dims the gradient is within 2x torch float32's error against float64 (torch sums a
     corner's four in one row-major pass, here by rows, then columns); second order
     through the adjoint; a channels-last input gives a channels-last output."""

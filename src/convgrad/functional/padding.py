@@ -1,9 +1,9 @@
 """``F.pad`` with ``torch.nn.functional.pad``'s semantics, differentiable to any order.
 
 Negative pads crop first; the positive pads then come from the cropped tensor.  Constant
-padding is one op (``PadConstant``); reflect and circular one op per padded dim
-(``PadEdges``: strided copies of the borders; on dask arrays a gather by source index),
-replicate a gather by clipped index.
+padding is one op (``PadConstant``); reflect, circular and replicate one op per padded
+dim (``PadEdges``: strided copies of the borders), except on dask arrays and for a
+replicate pad that crops, which gather by source index.
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ def pad(x: Any, pad: Sequence[int], mode: str = "constant", value: float = 0.0) 
             if n == 0:
                 raise ValueError(f"pad: pad={pad} in replicate mode needs a non-empty dim {d} "
                                  f"(input shape {x.shape})")
+            if lo >= 0 and hi >= 0 and not lazy.is_dask_array(x.data):
+                x = PadEdges.apply(x, mode=mode, dim=d, lo=lo, hi=hi)
+                continue
             idx = np.clip(np.arange(n + lo + hi) - lo, 0, n - 1)
             x = x[(slice(None),) * d + (idx,)]
         return x

@@ -169,18 +169,22 @@ def _along(a: np.ndarray, dim: int, sl: slice) -> np.ndarray:
 
 def _edges(mode: str, n: int, lo: int, hi: int) -> tuple[slice, slice]:
     """The input slices copied to the (lo, hi) borders of a dim of size ``n``, each in the
-    border's order: reflect (about the end elements, not repeated) or circular."""
+    border's order: reflect (about the end elements, not repeated), circular, or
+    replicate (the end element, broadcast over the border)."""
+    if mode == "replicate":
+        return slice(0, 1), slice(n - 1, n)
     if mode == "reflect":
         return slice(lo, 0, -1), slice(n - 2, (n - 2 - hi) if n - 2 - hi >= 0 else None, -1)
     return slice(n - lo, n), slice(0, hi)  # circular
 
 
 class PadEdges(Function):
-    """Pad ``dim`` by (lo, hi) with copies of ``x``'s own elements (``mode`` reflect or
-    circular, pads within the dim's size), each border one strided copy, the output in
-    ``x``'s layout.  (Gathering by an index array instead, and its scatter-add adjoint,
-    took 108 ms forward and backward for (16, 64, 64, 64) channels-last reflected by 1 on
-    H and W; torch 3.4.)"""
+    """Pad ``dim`` by (lo, hi) >= 0 with copies of ``x``'s own elements (``mode`` reflect
+    or circular, pads within the dim's size, or replicate), each border one strided copy,
+    the output in ``x``'s layout.  (Gathering by an index array instead, and its
+    scatter-add adjoint, took 108 ms forward and backward for (16, 64, 64, 64)
+    channels-last reflected by 1 on H and W, torch 3.4; replicate by 1 on (2, 16, 32, 64,
+    64) 184 ms, torch 4.4.)"""
 
     reads = ()
 
@@ -208,7 +212,8 @@ class PadEdges(Function):
 class FoldEdges(Function):
     """:class:`PadEdges`'s adjoint: the inner block of ``g`` plus each border added back
     onto the elements it copied, in torch's order (an element copied to both borders sums
-    three): reflect the low border, then the high; circular the high, then the low."""
+    three): reflect the low border, then the high; circular the high, then the low;
+    replicate each border's gradients one by one in turn (the low, the copy, the high)."""
 
     reads = ()
 
@@ -219,6 +224,17 @@ class FoldEdges(Function):
         left, right = _edges(mode, n, lo, hi)
         out = layouts.empty(g.shape[:dim] + (n,) + g.shape[dim + 1:],
                             channels_last=layouts.is_channels_last(g), dtype=g.dtype)
+        if mode == "replicate":  # the end elements sum their borders, one by one in turn
+            out[...] = _along(g, dim, slice(lo, lo + n))
+            if lo:
+                first = _along(g, dim, slice(0, 1)).copy()
+                for k in range(1, lo):
+                    first += _along(g, dim, slice(k, k + 1))
+                first += _along(out, dim, slice(0, 1))  # the copy's own gradient
+                _along(out, dim, slice(0, 1))[...] = first
+            for k in range(lo + n, lo + n + hi):
+                _along(out, dim, slice(n - 1, n))[...] += _along(g, dim, slice(k, k + 1))
+            return out
         out[...] = _along(g, dim, slice(lo, lo + n))
         borders = [(left, slice(0, lo)), (right, slice(lo + n, lo + n + hi))]
         for dst, src in borders if mode == "reflect" else borders[::-1]:
