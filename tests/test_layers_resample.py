@@ -214,18 +214,21 @@ def test_the_last_axis_by_a_dense_product_matches_the_taps_and_keeps_non_finite_
         return [y.detach().double().numpy(), x.grad.double().numpy()]
 
     exact, torch32 = theirs(torch.float64), theirs(torch.float32)
-    fast, algos = ours()
-    # forward: H, then W (width inputs); backward: W (2 width inputs), then H; the taps
-    # compiled where Numba is installed
-    taps_ran = "numba" if cg.ops.jit.enabled() else "numpy"
+    compiled, algos = ours()  # float32 with Numba: the compiled taps on every axis
+    assert algos == ["numba" if cg.ops.jit.enabled() else a for a in (
+        "numpy", "dense" if width <= DENSE_MAX_IN else "numpy",
+        "dense" if 2 * width <= DENSE_MAX_IN else "numpy", "numpy")], algos
+    with prefer("dense"):
+        fast, algos = ours()
+    # forward: H, then W (width inputs); backward: W (2 width inputs), then H
 
     def on(n):
-        return "dense" if n <= DENSE_MAX_IN else taps_ran
-    assert algos == [taps_ran, on(width), on(2 * width), taps_ran], algos
+        return "dense" if n <= DENSE_MAX_IN else "numpy"
+    assert algos == ["numpy", on(width), on(2 * width), "numpy"], algos
     with prefer("numpy"):
         taps, algos = ours()
     assert algos == ["numpy"] * 4
-    for y, e, t in zip(fast + taps, exact * 2, torch32 * 2):
+    for y, e, t in zip(compiled + fast + taps, exact * 3, torch32 * 3):
         torch_err = np.abs(t - e).max() / np.abs(e).max()
         assert np.abs(y - e).max() / np.abs(e).max() <= 2 * max(torch_err, 6e-8)
 
@@ -265,14 +268,14 @@ def _layout_of(x_np: np.ndarray, layout: str) -> np.ndarray:
     (lambda x: F.adaptive_avg_pool2d(x, 7), (2, 16, 20, 23)),
     (lambda x: F.adaptive_avg_pool3d(x, (3, 2, 5)), (1, 4, 7, 5, 9)),
 ])
-def test_the_compiled_taps_equal_numpys_taps_bit_for_bit(op, shape, layout, monkeypatch):
+def test_the_compiled_taps_equal_numpys_taps_bit_for_bit(op, shape, layout):
     """The per-axis maps' taps on float32 run as Numba's one-pass loop (the profiler
     says so) on the array's memory as it lies: forward and backward equal NumPy's taps
-    (the reference: the same run without the compiled loops) bit for bit, on NCHW,
+    (the reference, pinned) bit for bit, on NCHW (its width too),
     channels-last and strided input, and a channels-last input keeps its layout through
     maps that run only taps (torch's ``align_corners=True`` bilinear keeps channels_last
     too)."""
-    from convgrad.ops import resampling
+    from convgrad.ops import prefer
 
     x_np = _layout_of(RNG.standard_normal(shape).astype(np.float32), layout)
 
@@ -286,13 +289,13 @@ def test_the_compiled_taps_equal_numpys_taps_bit_for_bit(op, shape, layout, monk
                                    if e.name == "axis_map"]
 
     y, gx, algos = run()
-    monkeypatch.setattr(resampling, "loops", lambda: None)
-    y_ref, gx_ref, ref_algos = run()
-    assert "numba" in algos and set(algos) <= {"numba", "dense"}, algos
-    assert ref_algos == [{"numba": "numpy"}.get(a, a) for a in algos]
+    with prefer("numpy"):
+        y_ref, gx_ref, ref_algos = run()
+    assert algos and set(algos) == {"numba"}, algos
+    assert ref_algos == ["numpy"] * len(algos)
     np.testing.assert_array_equal(y.numpy(), y_ref.numpy())
     np.testing.assert_array_equal(gx, gx_ref)
-    if layout == "channels_last" and "dense" not in algos:
+    if layout == "channels_last":
         assert cg.ops.layouts.is_channels_last(y.data)
 
 

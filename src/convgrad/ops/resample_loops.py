@@ -11,7 +11,8 @@ gradient instead of the NumPy kernel's five per phase; the outer rows in a ``pra
 ``taps`` is :func:`.resampling.axis_map`'s gather on the same (A, L, B) view: output row
 ``out[a, o, :] = sum_t w[o, t] x[a, index[o, t], :]``, the products and sums in the NumPy
 taps' order and rounding (bit for bit), one pass over the output instead of NumPy's
-four or five per tap; the (a, o) rows in a ``prange``.
+four or five per tap; the (a, o) rows in a ``prange`` (``taps``) or whole outer rows
+(``taps_rows``: many short rows, NCHW's width).
 """
 
 from __future__ import annotations
@@ -54,7 +55,30 @@ def _compile(numba) -> dict:
                 for b in range(row.shape[0]):
                     row[b] += src[b] * w
 
-    return {"adjoint_axis": adjoint_axis, "taps": taps, "parallel": parallel}
+    @numba.njit(nogil=True, cache=True, parallel=parallel)
+    def taps_rows(x, index, weight, out, a0, a1):  # taps, whole outer rows a in a prange
+        lo, taps_, inner = out.shape[1], index.shape[1], out.shape[2]
+        for a in prange(a0, a1):
+            for o in range(lo):
+                if inner == 1:
+                    v = x[a, index[o, 0], 0] * weight[o, 0]
+                    for t in range(1, taps_):
+                        v += x[a, index[o, t], 0] * weight[o, t]
+                    out[a, o, 0] = v
+                    continue
+                row = out[a, o]
+                src = x[a, index[o, 0]]
+                w = weight[o, 0]
+                for b in range(inner):
+                    row[b] = src[b] * w
+                for t in range(1, taps_):
+                    src = x[a, index[o, t]]
+                    w = weight[o, t]
+                    for b in range(inner):
+                        row[b] += src[b] * w
+
+    return {"adjoint_axis": adjoint_axis, "taps": taps, "taps_rows": taps_rows,
+            "parallel": parallel}
 
 
 #: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)

@@ -208,16 +208,22 @@ def _linear_adjoint_axis(g: np.ndarray, out: np.ndarray, axis: int) -> None:
 
 
 def choose_axis_map(x: np.ndarray, axis: int) -> str:
-    """``"dense"`` or ``"numpy"`` (the taps) for a per-axis map of ``x`` along ``axis``:
-    dense along the innermost axis of x's memory when it is its last axis (NCHW's width),
-    of at most :data:`DENSE_MAX_IN` inputs, for float32/64 x without inf or NaN (0 * inf
-    in the product would spread NaN over a whole row; ``np.isfinite`` of the float64 sum
-    reads x once, with no temporary).  Along any other axis the taps copy runs of memory
-    (a channels-last array's width: its pixels' channels)."""
-    if (RESAMPLE.pinned() == "numpy" or type(x) is not np.ndarray
-            or axis != x.ndim - 1 or layouts.memory_order(x)[-1] != axis
+    """``"numba"``, ``"dense"`` or ``"numpy"`` (the taps) for a per-axis map of ``x`` along
+    ``axis``.  float32 with Numba: the compiled taps, on any axis (NCHW's width too, where
+    the dense product took 57 ms and the compiled taps 5 for (16, 64, 64, 64) doubled).
+    Otherwise dense along the innermost axis of x's memory when it is its last axis
+    (NCHW's width), of at most :data:`DENSE_MAX_IN` inputs, for float32/64 x without inf
+    or NaN (0 * inf in the product would spread NaN over a whole row; ``np.isfinite`` of
+    the float64 sum reads x once, with no temporary); along any other axis the NumPy taps
+    copy runs of memory (a channels-last array's width: its pixels' channels)."""
+    pinned = RESAMPLE.pinned()
+    if type(x) is not np.ndarray or pinned == "numpy" or x.size == 0:
+        return "numpy"
+    if pinned in (None, "numba") and x.dtype == np.float32 and loops() is not None:
+        return "numba"
+    if (axis != x.ndim - 1 or layouts.memory_order(x)[-1] != axis
             or x.shape[axis] > DENSE_MAX_IN or x.dtype.char not in "fd"
-            or x.size == 0 or not np.isfinite(x.sum(dtype=np.float64))):
+            or not np.isfinite(x.sum(dtype=np.float64))):
         return "numpy"
     return "dense"
 
@@ -242,8 +248,7 @@ def axis_map(x: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray | N
         if view is None:  # strided: its logical order, copied dense
             order = list(range(x.ndim))
             view = layouts.axis_view(np.ascontiguousarray(x), axis, order)
-        if x.dtype == np.float32 and RESAMPLE.pinned() in (None, "numba") and loops():
-            rec.algorithm = "numba"
+        if rec.algorithm == "numba":
             out = _compiled_taps(view, index, weight)
         else:
             out = None
@@ -271,8 +276,12 @@ def _compiled_taps(view: np.ndarray, index: np.ndarray, weight: np.ndarray | Non
          else np.ascontiguousarray(weight, np.float32))
     idx = np.ascontiguousarray(index, np.int64)
     lp = loops()
-    kernel, rows = lp["taps"], A * Lo
     threads = 1 if out.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads()
+    # whole outer rows per step where there are enough of them (a short inner run, NCHW's
+    # width: 1 element, costs the per-row bookkeeping 8.4M times otherwise), else each
+    # (row, output) pair (a channels-last batch of one has a single outer row)
+    by_rows = A >= 8 * threads
+    kernel, rows = (lp["taps_rows"], A) if by_rows else (lp["taps"], A * Lo)
     if lp["parallel"]:
         jit.set_threads(threads)
         kernel(view, idx, w, out, 0, rows)
