@@ -306,3 +306,38 @@ def test_residual_add_and_scale_gradients_match_torch():
         array(BIG, "channels_last", seed=3))))
     for ours, theirs in ((tx, px), (tr, pr), (tw, pw)):
         np.testing.assert_allclose(ours.grad.data, theirs.grad.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+@pytest.mark.parametrize("scale", [3.0, 40.0])
+def test_log_sigmoid_in_float64_chunks_matches_torch(layout, scale):
+    """logsigmoid of a large float32 array runs in float64 chunks over the pool
+    (``numpy:float64``, rounded once): values (large positive inputs' tiny results
+    included: relative error per element) and gradients within 2x torch float32's error
+    against float64, in x's layout; NaN and +-inf as torch; float64 and pinned NumPy run
+    the reference; binary_cross_entropy_with_logits on it within 2x torch's error."""
+    x, g = array(SHAPE, layout, scale=scale), array(SHAPE, layout, seed=1, scale=1.0)
+    y, gx, algs = run(F.logsigmoid, x, g)
+    assert algs["log_sigmoid_forward"] == "numpy:float64"
+    assert is_channels_last(y) == (layout == "channels_last")
+    t32, t64 = (torch_run(TF.logsigmoid, x, g, d) for d in (torch.float32, torch.float64))
+    elem = np.abs(y - t64[0]) / np.maximum(np.abs(t64[0]), 1e-300)
+    torch_elem = np.abs(t32[0] - t64[0]) / np.maximum(np.abs(t64[0]), 1e-300)
+    assert elem.max() <= 2 * max(torch_elem.max(), ROUNDING)
+    check_accuracy("logsigmoid grad", gx, t32[1], t64[1])
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 88.0, -104.0], np.float32)
+    big = np.resize(special, SHAPE[0] * SHAPE[1] * SHAPE[2] * SHAPE[3]).reshape(SHAPE)
+    np.testing.assert_array_equal(F.logsigmoid(cg.tensor(big)).numpy(),
+                                  TF.logsigmoid(torch.from_numpy(big)).numpy())
+    with cg.profile() as prof:
+        F.logsigmoid(cg.tensor(x.astype(np.float64)))
+        with prefer("numpy"):
+            F.logsigmoid(cg.tensor(x))
+    assert [e.algorithm for e in prof.of("eltwise")] == ["numpy", "numpy"]
+    t = (np.random.default_rng(2).random(SHAPE) > 0.5).astype(np.float32)
+    ours = F.binary_cross_entropy_with_logits(cg.tensor(x), cg.tensor(t)).item()
+    ref = TF.binary_cross_entropy_with_logits(torch.tensor(x, dtype=torch.float64),
+                                              torch.tensor(t, dtype=torch.float64)).item()
+    t32_loss = TF.binary_cross_entropy_with_logits(torch.from_numpy(np.ascontiguousarray(x)),
+                                                   torch.from_numpy(t)).item()
+    assert abs(ours - ref) <= 2 * max(abs(t32_loss - ref), ROUNDING * abs(ref))

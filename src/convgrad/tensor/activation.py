@@ -98,7 +98,7 @@ class LogSigmoid(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
-        return -np.logaddexp(0.0, -x)
+        return eltwise.log_sigmoid(x, lambda: -np.logaddexp(0.0, -x))
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> Tensor:
