@@ -257,19 +257,23 @@ def test_reflect_circular_replicate_pads_against_torch(mode, pad, channels_last)
     element under replicate its whole border's, in torch's order); over two
     dims the gradient is within 2x torch float32's error against float64 (torch sums a
     corner's four in one row-major pass, here by rows, then columns); second order
-    through the adjoint; a channels-last input gives a channels-last output."""
+    through the adjoint; a channels-last input gives a channels-last output; the
+    profiler shows one copy per padded dim each way."""
     rng = np.random.default_rng(3)
     x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
     if channels_last:
         x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     cx = cg.tensor(x, requires_grad=True)
-    y = F.pad(cx, pad, mode=mode)
     tx = torch.tensor(np.ascontiguousarray(x), requires_grad=True)
     ty = TF.pad(tx, pad, mode=mode)
+    g = rng.standard_normal(ty.shape).astype(np.float32)
+    with cg.profile() as prof:
+        y = F.pad(cx, pad, mode=mode)
+        (gx,) = cg.autograd.grad(y, cx, cg.tensor(g, requires_grad=True), create_graph=True)
+    dims = sum(p != (0, 0) for p in zip(pad[::2], pad[1::2]))
+    assert [e.name for e in prof.of("layout")] == [f"pad_{mode}"] * dims + [f"fold_{mode}"] * dims
     np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
     assert cg.ops.layouts.is_channels_last(y.data) == channels_last
-    g = rng.standard_normal(ty.shape).astype(np.float32)
-    (gx,) = cg.autograd.grad(y, cx, cg.tensor(g, requires_grad=True), create_graph=True)
     (tgx,) = torch.autograd.grad(ty, tx, torch.from_numpy(g))
     if pad[2:] == (0, 0):
         np.testing.assert_array_equal(gx.numpy(), tgx.numpy())

@@ -194,11 +194,14 @@ class PadEdges(Function):
         ctx.pad = (mode, dim, lo, hi)
         n = x.shape[dim]
         shape = x.shape[:dim] + (n + lo + hi,) + x.shape[dim + 1:]
-        out = layouts.empty(shape, channels_last=layouts.is_channels_last(x), dtype=x.dtype)
-        left, right = _edges(mode, n, lo, hi)
-        _along(out, dim, slice(lo, lo + n))[...] = x
-        _along(out, dim, slice(0, lo))[...] = _along(x, dim, left)
-        _along(out, dim, slice(lo + n, lo + n + hi))[...] = _along(x, dim, right)
+        with layouts.LAYOUT.record(f"pad_{mode}", x.shape, shape) as rec:
+            rec.algorithm = "numpy"
+            out = layouts.empty(shape, channels_last=layouts.is_channels_last(x),
+                                dtype=x.dtype)
+            left, right = _edges(mode, n, lo, hi)
+            _along(out, dim, slice(lo, lo + n))[...] = x
+            _along(out, dim, slice(0, lo))[...] = _along(x, dim, left)
+            _along(out, dim, slice(lo + n, lo + n + hi))[...] = _along(x, dim, right)
         return out
 
     @staticmethod
@@ -221,6 +224,12 @@ class FoldEdges(Function):
     def forward(ctx: Context, g: np.ndarray, mode: str, dim: int, lo: int, hi: int, n: int
                 ) -> np.ndarray:
         ctx.pad = (mode, dim, lo, hi)
+        with layouts.LAYOUT.record(f"fold_{mode}", g.shape) as rec:
+            rec.algorithm = "numpy"
+            return FoldEdges._fold(g, mode, dim, lo, hi, n)
+
+    @staticmethod
+    def _fold(g: np.ndarray, mode: str, dim: int, lo: int, hi: int, n: int) -> np.ndarray:
         left, right = _edges(mode, n, lo, hi)
         out = layouts.empty(g.shape[:dim] + (n,) + g.shape[dim + 1:],
                             channels_last=layouts.is_channels_last(g), dtype=g.dtype)
