@@ -341,3 +341,64 @@ def test_log_sigmoid_in_float64_chunks_matches_torch(layout, scale):
     t32_loss = TF.binary_cross_entropy_with_logits(torch.from_numpy(np.ascontiguousarray(x)),
                                                    torch.from_numpy(t)).item()
     assert abs(ours - ref) <= 2 * max(abs(t32_loss - ref), ROUNDING * abs(ref))
+
+
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_bce_with_logits_in_one_pass_matches_torch(layout, reduction):
+    """binary_cross_entropy_with_logits without pos_weight is one Function: on large
+    float32 arrays one float64 pass over the pool (``numpy:float64``); the loss, the
+    gradients of logits and targets and a second derivative within 2x torch float32's
+    error against float64 (logits up to +-40: the tiny terms of large ones included);
+    with ``weight``; with ``pos_weight`` the composed form; small or float64 input the
+    reference."""
+    x = array(SHAPE, layout, scale=12.0)
+    t = empty(SHAPE, channels_last=layout == "channels_last")
+    t[...] = np.random.default_rng(4).random(SHAPE) > 0.5
+    t[0, 0] = 0.3  # soft targets too
+    g = array(SHAPE, layout, seed=2, scale=1.0) if reduction == "none" else None
+
+    def ours(x_np, t_np, **kw):
+        cx, ct = cg.tensor(x_np, requires_grad=True), cg.tensor(t_np, requires_grad=True)
+        with cg.profile() as prof:
+            y = F.binary_cross_entropy_with_logits(cx, ct, reduction=reduction, **kw)
+            y.backward(cg.tensor(g) if g is not None else None)
+        return [y.numpy(), cx.grad.numpy(), ct.grad.numpy()], prof
+
+    def theirs(dtype, **kw):
+        tx = torch.tensor(np.ascontiguousarray(x), dtype=dtype, requires_grad=True)
+        tt = torch.tensor(np.ascontiguousarray(t), dtype=dtype, requires_grad=True)
+        kw = {k: torch.tensor(v, dtype=dtype) for k, v in kw.items()}
+        y = TF.binary_cross_entropy_with_logits(tx, tt, reduction=reduction, **kw)
+        y.backward(torch.tensor(np.ascontiguousarray(g), dtype=dtype) if g is not None else None)
+        return [y.detach().numpy(), tx.grad.numpy(), tt.grad.numpy()]
+
+    mine, prof = ours(x, t)
+    assert [e.algorithm for e in prof.of("eltwise") if e.name.startswith("bce")] == [
+        "numpy:float64"]
+    for what, m, a, b in zip(("loss", "dx", "dt"), mine, theirs(torch.float32),
+                             theirs(torch.float64)):
+        check_accuracy(what, m, a, b)
+    w = np.random.default_rng(5).random(SHAPE[1:]).astype(np.float32)
+    for what, m, a, b in zip(("weighted", "dx", "dt"), ours(x, t, weight=w)[0],
+                             theirs(torch.float32, weight=w), theirs(torch.float64, weight=w)):
+        check_accuracy(what, m, a, b)
+    pw = np.float32([2.5])
+    mine_pw, prof = ours(x, t, pos_weight=pw)
+    assert not [e for e in prof.of("eltwise") if e.name.startswith("bce")]
+    for what, m, a, b in zip(("pos_weight", "dx", "dt"), mine_pw,
+                             theirs(torch.float32, pos_weight=pw),
+                             theirs(torch.float64, pos_weight=pw)):
+        check_accuracy(what, m, a, b)
+    # second order: d/dx of <dL/dx, h> = sigmoid'(x) h
+    h = np.random.default_rng(6).standard_normal((4, 6))
+    xs, ts = x[0, 0, :4, :6].astype(np.float64), t[0, 0, :4, :6].astype(np.float64)
+    cx = cg.tensor(xs, requires_grad=True)
+    (dx,) = cg.autograd.grad(F.binary_cross_entropy_with_logits(cx, cg.tensor(ts)), cx,
+                             create_graph=True)
+    (ddx,) = cg.autograd.grad((dx * cg.tensor(h)).sum(), cx)
+    s = 1 / (1 + np.exp(-xs))
+    np.testing.assert_allclose(ddx.numpy(), s * (1 - s) * h / xs.size, rtol=1e-12, atol=1e-300)
+    with cg.profile() as prof:
+        F.binary_cross_entropy_with_logits(cg.tensor(xs), cg.tensor(ts))
+    assert [e.algorithm for e in prof.of("eltwise") if e.name.startswith("bce")] == ["numpy"]

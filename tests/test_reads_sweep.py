@@ -33,7 +33,7 @@ from convgrad.tensor.activation import (
     Softplus,
 )
 from convgrad.tensor.axis_matrix import AxisMap
-from convgrad.tensor.loss import BinaryCrossEntropy
+from convgrad.tensor.loss import BinaryCrossEntropy, BinaryCrossEntropyWithLogits
 from convgrad.tensor.memory_format import ToMemoryFormat
 from convgrad.tensor.normalization import (
     BatchNorm,
@@ -135,6 +135,8 @@ SAMPLES = {
     AxisMap: (lambda a: F.interpolate(a, scale_factor=2, mode="linear"), [arr(1, 2, 4)]),
     BinaryCrossEntropy: (lambda x, t: BinaryCrossEntropy.apply(x, t),
                          [arr(2, 3, low=0.1, high=0.9), arr(2, 3, low=0, high=1)]),
+    BinaryCrossEntropyWithLogits: (lambda x, t: BinaryCrossEntropyWithLogits.apply(x, t),
+                                   [arr(2, 3), arr(2, 3)]),
     Standardize: (lambda x: _standardize(x), [arr(4, 3)]),
     BatchNorm: (lambda x, w, b: BatchNorm.apply(x, w, b, eps=1e-5), [arr(4, 3), arr(3), arr(3)]),
     ChannelAffine: (lambda x, w, b: ChannelAffine.apply(x, w, b), [arr(4, 3, 5), arr(3), arr(3)]),

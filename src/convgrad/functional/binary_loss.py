@@ -2,8 +2,9 @@
 
 ``binary_cross_entropy`` clamps each log at -100 (so a certain wrong answer costs 100,
 not infinity) and its gradient is torch's ``(x - t) / max(x (1 - x), 1e-12)``; both are
-one :class:`Function` with the rule in Tensor operations.  The logits form is composed of
-``logsigmoid`` (stable for any logit) and differentiable ops.
+one :class:`Function` with the rule in Tensor operations.  The logits form is one
+Function too (``max(x, 0) - x t + log1p(exp(-|x|))``, stable for any logit); with a
+``pos_weight`` it is composed of ``logsigmoid`` and differentiable ops.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor, as_tensor
-from ..tensor.loss import BinaryCrossEntropy
+from ..tensor.loss import BinaryCrossEntropy, BinaryCrossEntropyWithLogits
 from .loss import reduce_loss, reduction_arg
 from .smooth_activation import logsigmoid
 
@@ -68,6 +69,8 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     _same_shape(fn, x, t)
     w = _broadcast_weight(fn, "weight", weight, x.shape)
     pw = _broadcast_weight(fn, "pos_weight", pos_weight, x.shape)
-    log_weight = 1.0 if pw is None else (pw - 1.0) * t + 1.0
-    loss = (1.0 - t) * x - log_weight * logsigmoid(x)
+    if pw is None:
+        loss = BinaryCrossEntropyWithLogits.apply(x, t)
+    else:
+        loss = (1.0 - t) * x - ((pw - 1.0) * t + 1.0) * logsigmoid(x)
     return reduce_loss(loss if w is None else loss * w, reduction)

@@ -40,7 +40,7 @@ from .registry import family
 
 __all__ = ["ACTIVATIONS", "ELTWISE", "LOG_SIGMOID_CHUNK", "MIN_BINARY_SIZE", "MIN_ONEDNN_SIZE",
            "MIN_PIECEWISE_SIZE", "activation", "activation_grad",
-           "binary", "log_sigmoid"]
+           "bce_with_logits", "binary", "log_sigmoid"]
 
 #: the eltwise family: ``prefer("numpy")`` pins the Functions' NumPy code
 ELTWISE = family("eltwise", ("onednn", "numba", "numpy"))
@@ -167,6 +167,43 @@ def log_sigmoid(x: Any, reference: Callable[[], Any]) -> Any:
             np.minimum(d, 0.0, out=d)
             np.subtract(d, t, out=d)
             dst[a:b] = d
+            return 0
+
+        n = x.size
+        run_chunks([lambda a=a: chunk(a, min(a + LOG_SIGMOID_CHUNK, n))
+                    for a in range(0, n, LOG_SIGMOID_CHUNK)])
+        return out
+
+
+def bce_with_logits(x: Any, t: Any, reference: Callable[[], Any]) -> Any:
+    """Binary cross-entropy of logits ``x`` against targets ``t``, elementwise:
+    ``max(x, 0) - x t + log1p(exp(-|x|))``.  Large dense float32 ``x`` and ``t`` in one
+    layout: that formula in float64 cache-sized chunks over the thread pool, rounded once
+    (``numpy:float64``); anything else the reference.  One pass where the composed form
+    (``(1 - t) x - logsigmoid(x)`` and its Functions) took 36-54 ms forward and backward
+    for 4M elements (torch 7-18)."""
+    with ELTWISE.record("bce_with_logits_forward", _shape(x)) as rec:
+        if (ELTWISE.pinned() == "numpy" or type(x) is not np.ndarray
+                or type(t) is not np.ndarray or x.dtype != _F32 or t.dtype != _F32
+                or x.shape != t.shape or x.strides != t.strides or x.size < MIN_ONEDNN_SIZE
+                or not is_dense(x)):
+            rec.algorithm = "numpy"
+            return reference()
+        rec.algorithm = "numpy:float64"
+        out = np.empty_like(x)
+        xs, ts, dst = _flat(x), _flat(t), _flat(out)
+
+        def chunk(a: int, b: int) -> int:
+            d = xs[a:b].astype(np.float64)
+            e = np.abs(d)
+            np.negative(e, out=e)
+            np.exp(e, out=e)
+            np.log1p(e, out=e)
+            r = np.maximum(d, 0.0)
+            np.multiply(d, ts[a:b], out=d)
+            np.subtract(r, d, out=r)
+            np.add(r, e, out=r)
+            dst[a:b] = r
             return 0
 
         n = x.size
