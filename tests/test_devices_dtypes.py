@@ -154,3 +154,55 @@ def test_data_parallel_on_one_device_equals_the_module():
     x = cg.randn(5, 4, generator=1)
     np.testing.assert_array_equal(convgrad.nn.parallel.data_parallel(m, x, range(1)).data,
                                   m(x).data)
+
+
+_LAYER_ARGS = {  # the leading arguments of each layer with parameters
+    "Linear": (4, 3), "Conv1d": (2, 3, 3), "Conv2d": (2, 3, 3), "Conv3d": (2, 3, 3),
+    "ConvTranspose1d": (2, 3, 3), "ConvTranspose2d": (2, 3, 3), "ConvTranspose3d": (2, 3, 3),
+    "BatchNorm1d": (3,), "BatchNorm2d": (3,), "BatchNorm3d": (3,), "InstanceNorm1d": (3,),
+    "InstanceNorm2d": (3,), "InstanceNorm3d": (3,), "GroupNorm": (1, 3), "LayerNorm": (3,),
+    "PReLU": (),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LAYER_ARGS))
+def test_layers_take_device_and_dtype_where_torch_does(name):
+    """Every layer with parameters has torch's positional parameters in torch's order,
+    ``device`` and ``dtype`` included (``nn.Linear(i, o, bias, device, dtype)`` as a
+    subclass passes them, or ``**factory_kwargs``): the CPU in any spelling builds it,
+    the dtype applies, any other device is a ValueError naming it."""
+    import inspect
+
+    def positional(cls):
+        return [p.name for p in inspect.signature(cls.__init__).parameters.values()
+                if p.name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD]
+
+    theirs, ours = positional(getattr(torch.nn, name)), positional(getattr(cg.nn, name))
+    assert ours[:len(theirs)] == theirs, (ours, theirs)
+    cls, lead = getattr(cg.nn, name), _LAYER_ARGS[name]
+    tail = len(theirs) - len(lead) - 2  # the defaults between the leading args and device
+    defaults = [inspect.signature(cls.__init__).parameters[n].default
+                for n in theirs[len(lead):len(lead) + tail]]
+    for dev in ("cpu", cg.device("cpu"), torch.device("cpu"), None):
+        layer = cls(*lead, *defaults, dev, cg.float64)
+        assert {p.dtype for p in layer.parameters()} <= {cg.float64}
+        layer = cls(*lead, device=dev, dtype=cg.float32)
+        assert {p.dtype for p in layer.parameters()} <= {cg.float32}
+    with pytest.raises(ValueError, match="device='cuda:1'"):
+        cls(*lead, device="cuda:1")
+
+
+@pytest.mark.parametrize("call", [
+    lambda m: m.randint(7, (50,)), lambda m: m.randint(7, size=(50,)),
+    lambda m: m.randint(3, 7, (50,)), lambda m: m.randint(3, 7, size=(50,)),
+    lambda m: m.randint(low=3, high=7, size=(50,)), lambda m: m.randint(high=7, size=(50,))])
+def test_randint_takes_torchs_call_forms(call):
+    """``randint(high, size)``, ``randint(low, high, size)``, size by keyword or position
+    (pytorch/examples' forward-forward MNIST calls ``randint(n, size=(1,))``): the same
+    shape, dtype and range as torch's."""
+    ours, theirs = call(cg), call(torch)
+    assert ours.shape == tuple(theirs.shape) and ours.dtype == cg.int64
+    low = 3 if ours.numpy().min() >= 3 and theirs.min() >= 3 else 0
+    assert ours.numpy().min() >= low and ours.numpy().max() < 7
+    with pytest.raises(TypeError, match="size"):
+        cg.randint(3, 7)

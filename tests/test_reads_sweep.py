@@ -18,6 +18,7 @@ from convgrad.tensor import conv as C
 from convgrad.tensor import elementwise as E
 from convgrad.tensor import gather as G
 from convgrad.tensor import hooks as H
+from convgrad.tensor import math_methods as MM
 from convgrad.tensor import pooling as P
 from convgrad.tensor import reduce as R
 from convgrad.tensor import resampling as RS
@@ -150,6 +151,17 @@ SAMPLES = {
                     [arr(4, 3), arr(3), arr(3)]),
     S.PadConstant: (lambda a: S.PadConstant.apply(a, widths=((1, 0), (0, 2)), value=0.0),
                   [arr(2, 3)]),
+    MM.Log1p: (lambda a: MM.Log1p.apply(a), [arr(2, 3, low=0.1)]),
+    MM.Expm1: (lambda a: MM.Expm1.apply(a), [arr(2, 3)]),
+    MM.Sin: (lambda a: MM.Sin.apply(a), [arr(2, 3)]),
+    MM.Cos: (lambda a: MM.Cos.apply(a), [arr(2, 3)]),
+    MM.Tan: (lambda a: MM.Tan.apply(a), [arr(2, 3)]),
+    MM.Atan: (lambda a: MM.Atan.apply(a), [arr(2, 3)]),
+    MM.Sinh: (lambda a: MM.Sinh.apply(a), [arr(2, 3)]),
+    MM.Cosh: (lambda a: MM.Cosh.apply(a), [arr(2, 3)]),
+    MM.Erf: (lambda a: MM.Erf.apply(a), [arr(2, 3)]),
+    MM.Stepwise: (lambda a: MM.Stepwise.apply(a, name="floor"), [arr(2, 3)]),
+    MM.Extremum: (lambda a, b: MM.Extremum.apply(a, b, larger=True), [arr(2, 3), arr(2, 3)]),
     S.PadEdges: (lambda a: S.PadEdges.apply(a, mode="reflect", dim=1, lo=2, hi=1),
                  [arr(2, 4)]),
     S.FoldEdges: (lambda a: S.FoldEdges.apply(a, mode="replicate", dim=1, lo=2, hi=1, n=4),

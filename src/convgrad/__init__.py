@@ -129,4 +129,10 @@ def __getattr__(name: str):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)
+    from .tensor.functions import METHOD_FORMS, method_form
+
+    if name in METHOD_FORMS:  # torch.log1p(x) and the like: the Tensor method
+        return method_form(name)
+    if name in ("softmax", "log_softmax"):
+        return getattr(functional, name)
     raise AttributeError(f"module 'convgrad' has no attribute {name!r}")

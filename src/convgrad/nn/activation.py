@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import check_device
 from ..functional import activation as Fa
 from ..functional import piecewise_activation as Fp
 from ..functional import smooth_activation as Fs
@@ -153,9 +154,10 @@ class PReLU(Module):
     """``x`` where positive, else ``weight * x``: a learned slope (``num_parameters`` = 1
     or the channel count), initialised to ``init``."""
 
-    def __init__(self, num_parameters: int = 1, init: float = 0.25, *, dtype: Any = None
-                 ) -> None:
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device: Any = None,
+                 dtype: Any = None) -> None:
         super().__init__()
+        check_device("PReLU", device)
         if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) \
                 or num_parameters < 1:
             raise ValueError(f"PReLU: num_parameters={num_parameters!r} must be an int >= 1")

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import check_device
 from ..functional.conv import convolve
 from ..functional.conv_args import conv_args, per_dim, transpose_args
 from ..ops import fft, jit, onednn
@@ -132,8 +133,10 @@ class _Conv(_ConvNd):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", *, dtype: Any = None, rng: Any = None) -> None:
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None, *,
+                 rng: Any = None) -> None:
         fn, nd = type(self).__name__, self._nd
+        check_device(fn, device)
         if not isinstance(padding, str):
             padding = per_dim("padding", padding, nd, fn, minimum=0)
         conv_args(nd, per_dim("kernel_size", kernel_size, nd, fn), stride, padding, dilation,
@@ -192,9 +195,10 @@ class _ConvTranspose(_ConvNd):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
-                 dilation: Any = 1, padding_mode: str = "zeros", *, dtype: Any = None,
-                 rng: Any = None) -> None:
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None, *, rng: Any = None) -> None:
         fn = type(self).__name__
+        check_device(fn, device)
         if padding_mode != "zeros":
             raise ValueError(f"{fn}: padding_mode={padding_mode!r}; only 'zeros' is supported "
                              "for transposed convolutions")

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import check_device
 from ..functional import activation as Fa
 from ..functional.layer_input import layer_input
 from ..functional.unfold import fold as _fold
@@ -37,9 +38,10 @@ class Identity(Module):
 class Linear(Module):
     """``y = x @ weight.T + bias``; weight (out_features, in_features), PyTorch's init."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
-                 dtype: Any = None, rng: Any = None) -> None:
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 device: Any = None, dtype: Any = None, *, rng: Any = None) -> None:
         super().__init__()
+        check_device("Linear", device)
         self.in_features = _positive_int("in_features", in_features, "Linear")
         self.out_features = _positive_int("out_features", out_features, "Linear")
         if not isinstance(bias, bool):

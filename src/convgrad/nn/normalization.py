@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..devices import check_device
 from ..functional import normalization as Fn
 from ..functional.layer_input import layer_input
 from ..ops import jit
@@ -44,10 +45,12 @@ class _NormBase(Module):
     _example: str
 
     def __init__(self, num_features: int, eps: float, momentum: float | None, affine: bool,
-                 track_running_stats: bool, *, bias: bool = True, dtype: Any = None) -> None:
+                 track_running_stats: bool, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
         super().__init__()
         jit.warm_up()  # a network is being built: its kernels load in the background
         fn = type(self).__name__
+        check_device(fn, device)
         self.num_features = _positive_int("num_features", num_features, fn)
         self.eps = number(fn, "eps", eps, low=0.0)
         if momentum is not None and (isinstance(momentum, bool) or not isinstance(
@@ -109,10 +112,10 @@ class _NormBase(Module):
 
 class _BatchNorm(_NormBase):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
-                 affine: bool = True, track_running_stats: bool = True, *, bias: bool = True,
-                 dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias,
-                         dtype=dtype)
+                 affine: bool = True, track_running_stats: bool = True, device: Any = None,
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
 
     def forward(self, input: Any) -> Tensor:
         return self._normalize(input, relu=False)
@@ -195,10 +198,10 @@ class _InstanceNorm(_FusesActivation, _NormBase):
     _unbatched_dims: int
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
-                 affine: bool = False, track_running_stats: bool = False, *,
-                 bias: bool = True, dtype: Any = None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, bias=bias,
-                         dtype=dtype)
+                 affine: bool = False, track_running_stats: bool = False, device: Any = None,
+                 dtype: Any = None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
 
     def _normalize(self, input: Any, slope: float | None) -> Tensor:
         x = layer_input(type(self).__name__, input, self._reference())
@@ -246,9 +249,11 @@ class GroupNorm(_FusesActivation, Module):
     normalised per sample; ``weight`` and ``bias`` act per channel."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, *, bias: bool = True, dtype: Any = None) -> None:
+                 affine: bool = True, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
         super().__init__()
         fn = "GroupNorm"
+        check_device(fn, device)
         self.num_groups = _positive_int("num_groups", num_groups, fn)
         self.num_channels = _positive_int("num_channels", num_channels, fn)
         if num_channels % num_groups:
@@ -286,9 +291,10 @@ class LayerNorm(Module):
     ``weight`` and ``bias`` of that shape act elementwise."""
 
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
-                 bias: bool = True, *, dtype: Any = None) -> None:
+                 bias: bool = True, device: Any = None, dtype: Any = None) -> None:
         super().__init__()
         fn = "LayerNorm"
+        check_device(fn, device)
         self.normalized_shape = Fn._normalized_shape(fn, normalized_shape)
         self.eps = number(fn, "eps", eps, low=0.0)
         self.elementwise_affine = flag(fn, "elementwise_affine", elementwise_affine)

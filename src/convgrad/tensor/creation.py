@@ -162,7 +162,9 @@ def _int(fn: str, name: str, value: Any) -> int:
 def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
             dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` from [0, high))."""
-    if size is None:  # randint(high, size)
+    if high is None:  # randint(high, size=...)
+        low, high = 0, low
+    elif size is None and not isinstance(high, Integral):  # randint(high, size)
         low, high, size = 0, low, high
     low, high = _int("randint", "low", low), _int("randint", "high", high)
     if size is None:

@@ -12,10 +12,23 @@ from typing import Any
 from .tensor import Tensor, as_tensor
 
 __all__ = [
-    "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean", "min", "permute",
-    "pow", "reshape", "sqrt", "squeeze", "sum", "transpose",
+    "METHOD_FORMS", "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean",
+    "min", "method_form", "permute", "pow", "reshape", "sqrt", "squeeze", "sum", "transpose",
     "unsqueeze",
 ]
+
+#: torch's functions that are its Tensor methods with the tensor first
+#: (``torch.log1p(x)`` is ``x.log1p()``), reached as ``cg.<name>`` (:func:`method_form`)
+METHOD_FORMS = frozenset({
+    "log1p", "expm1", "sin", "cos", "tan", "atan", "arctan", "sinh", "cosh", "erf", "floor",
+    "ceil", "round", "trunc", "fix", "sign", "sgn", "maximum", "minimum", "isnan", "isinf",
+    "isfinite", "mm", "bmm", "neg", "negative", "rsqrt", "square", "reciprocal", "norm",
+    "argmax", "argmin", "std", "var", "cumsum", "chunk", "split", "narrow",
+    "repeat_interleave", "roll", "flip", "gather", "topk", "sort", "argsort", "all", "any",
+    "numel", "clone", "mul", "multiply", "add", "sub", "subtract", "div", "divide",
+    "true_divide", "masked_fill", "t", "amax", "amin", "unbind", "movedim", "logical_not",
+    "eq", "ne", "lt", "le", "gt", "ge", "index_select", "scatter", "equal",
+})
 
 
 def sum(x: Any, dim: Any = None, keepdim: bool | None = None, **aliases: Any) -> Tensor:
@@ -89,3 +102,17 @@ def pow(x: Any, exponent: Any) -> Tensor:
 def matmul(a: Any, b: Any) -> Tensor:
     return as_tensor(a) @ b
 
+
+
+def method_form(name: str) -> Any:
+    """``cg.<name>(x, *args, **kwargs)``: ``x.<name>(*args, **kwargs)`` for a name of
+    :data:`METHOD_FORMS` (``x`` a Tensor or anything ``tensor()`` accepts)."""
+    if name not in METHOD_FORMS:
+        raise AttributeError(name)
+
+    def function(x: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(as_tensor(x), name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"``{name}(x, ...)`` is ``x.{name}(...)`` (torch's function form)."
+    return function

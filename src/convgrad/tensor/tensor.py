@@ -40,6 +40,7 @@ from .args import dims as _dims
 from .args import shape_arg as _shape_arg
 from .args import tensor_dtype as _tensor_dtype
 from .inplace import InPlaceMixin
+from .math_methods import MathMethodsMixin
 from .operands import SCALARS as _SCALARS
 from .operands import no_bool as _no_bool
 from .operands import operand as _operand
@@ -165,7 +166,7 @@ def _index(index: Any) -> tuple:
 
 
 # ----------------------------------------------------------------------------- Tensor
-class Tensor(InPlaceMixin, TorchMethodsMixin):
+class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin):
     """An n-dimensional array with reverse-mode autodiff (float32 and float64 tensors).
 
     ``data`` is the ndarray, ``grad`` the accumulated gradient (a Tensor) of a leaf,

@@ -1,0 +1,295 @@
+"""PyTorch's elementwise math beyond the core operators, as Tensor methods (and, through
+:mod:`.functions`, as ``cg.<name>(x)``): ``log1p``, ``expm1``, the trigonometric and
+hyperbolic functions, ``erf``, the rounding functions and ``sign`` (gradient zero, as
+torch's), ``minimum`` / ``maximum`` (a tie sends half the gradient to each side, as
+torch), and the predicates ``isnan`` / ``isinf`` / ``isfinite`` (bool, no gradient).
+
+Each Function computes its value with NumPy's ufunc in the input's dtype and writes its
+derivative next to it; the rules are Tensor operations, so every order of derivative
+follows.  Integer and bool inputs are computed as float32, as torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..autograd import OUTPUT, Context, Function, tensor_type
+from . import operands
+
+Tensor = Any  # annotations: the tensor layer's Tensor
+
+__all__ = ["MathMethodsMixin"]
+
+
+def _t():
+    return tensor_type()
+
+
+def _array(x: Any) -> np.ndarray:
+    """A Tensor's array, or a constant operand as one."""
+    return x.data if isinstance(x, _t()) else np.asarray(x)
+
+
+class Log1p(Function):
+    reads = (0,)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return np.log1p(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d log(1 + x)/dx = 1 / (1 + x)
+        return grad / (ctx.inputs[0] + 1.0)
+
+
+class Expm1(Function):
+    reads = (OUTPUT,)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return np.expm1(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d(e^x - 1)/dx = e^x = output + 1
+        return grad * (ctx.output + 1.0)
+
+
+class Sin(Function):
+    reads = (0,)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return np.sin(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d sin x/dx = cos x
+        return grad * ctx.inputs[0].cos()
+
+
+class Cos(Function):
+    reads = (0,)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return np.cos(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d cos x/dx = -sin x
+        return -(grad * ctx.inputs[0].sin())
+
+
+class Tan(Function):
+    reads = (OUTPUT,)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return np.tan(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d tan x/dx = 1 + tan^2 x
+        return grad * (ctx.output * ctx.output + 1.0)
+
+
+class Atan(Function):
+    reads = (0,)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return np.arctan(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d atan x/dx = 1 / (1 + x^2)
+        x = ctx.inputs[0]
+        return grad / (x * x + 1.0)
+
+
+class Sinh(Function):
+    reads = (0,)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return np.sinh(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d sinh x/dx = cosh x
+        return grad * ctx.inputs[0].cosh()
+
+
+class Cosh(Function):
+    reads = (0,)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        return np.cosh(x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d cosh x/dx = sinh x
+        return grad * ctx.inputs[0].sinh()
+
+
+class Erf(Function):
+    reads = (0,)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray) -> np.ndarray:
+        from scipy.special import erf  # (imported on first use: ~70 ms)
+
+        return erf(x).astype(x.dtype, copy=False)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d erf x/dx = 2 / sqrt(pi) e^(-x^2)
+        x = ctx.inputs[0]
+        return grad * ((-(x * x)).exp() * (2.0 / np.sqrt(np.pi)))
+
+
+class Stepwise(Function):
+    """``floor``, ``ceil``, ``round`` (half to even, as torch), ``trunc`` and ``sign``
+    (0 for NaN, as torch): piecewise constant, so zero gradient everywhere (torch's
+    convention, also at the jumps)."""
+
+    reads = ()
+    _UFUNCS = {"floor": np.floor, "ceil": np.ceil, "round": np.round, "trunc": np.trunc,
+               "sign": lambda x: np.sign(np.nan_to_num(x, nan=0.0))}
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, name: str) -> np.ndarray:
+        return Stepwise._UFUNCS[name](x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # a step function's derivative is 0 (where it exists; torch takes 0 at the jumps)
+        return grad * 0.0
+
+
+class Extremum(Function):
+    """``maximum(a, b)`` / ``minimum(a, b)`` elementwise, broadcast; NaN wins, as torch."""
+
+    reads = (0, 1)
+
+    @staticmethod
+    def forward(ctx: Context, a: np.ndarray, b: np.ndarray, larger: bool) -> np.ndarray:
+        ctx.larger = larger
+        return np.maximum(a, b) if larger else np.minimum(a, b)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> tuple:
+        # the chosen side takes the gradient, a tie splits it in half; torch's masks:
+        # a side loses it only where the other is strictly beyond it (so with a NaN on
+        # either side both keep it, as torch)
+        a, b = ctx.inputs
+        ad, bd = _array(a), _array(b)
+        half = np.where(ad == bd, 0.5, 1.0)
+        beyond_b, beyond_a = (ad < bd, ad > bd) if ctx.larger else (ad > bd, ad < bd)
+        share_a = np.where(beyond_b, 0.0, half)
+        share_b = np.where(beyond_a, 0.0, half)
+        need_a, need_b = ctx.needs_input_grad
+        dtype = np.result_type(ad, bd)
+        ga = (grad * share_a.astype(dtype)).sum_to_size(np.shape(ad)) if need_a else None
+        gb = (grad * share_b.astype(dtype)).sum_to_size(np.shape(bd)) if need_b else None
+        return ga, gb
+
+
+class MathMethodsMixin:
+    """The methods; ``self`` is a Tensor."""
+
+    __slots__ = ()
+
+    def _float_input(self) -> Tensor:
+        return self if self.data.dtype.kind == "f" else _t()._wrap(
+            self.data.astype(np.float32))
+
+    def log1p(self) -> Tensor:
+        return Log1p.apply(self._float_input())
+
+    def expm1(self) -> Tensor:
+        return Expm1.apply(self._float_input())
+
+    def sin(self) -> Tensor:
+        return Sin.apply(self._float_input())
+
+    def cos(self) -> Tensor:
+        return Cos.apply(self._float_input())
+
+    def tan(self) -> Tensor:
+        return Tan.apply(self._float_input())
+
+    def atan(self) -> Tensor:
+        return Atan.apply(self._float_input())
+
+    arctan = atan
+
+    def sinh(self) -> Tensor:
+        return Sinh.apply(self._float_input())
+
+    def cosh(self) -> Tensor:
+        return Cosh.apply(self._float_input())
+
+    def erf(self) -> Tensor:
+        return Erf.apply(self._float_input())
+
+    def _stepwise(self, name: str) -> Tensor:
+        if self.data.dtype.kind != "f":  # an integer stays itself (sign: its sign), as torch
+            return _t()._wrap(np.sign(self.data) if name == "sign" else self.data.copy())
+        return Stepwise.apply(self, name=name)
+
+    def floor(self) -> Tensor:
+        return self._stepwise("floor")
+
+    def ceil(self) -> Tensor:
+        return self._stepwise("ceil")
+
+    def round(self, decimals: int = 0) -> Tensor:
+        if decimals != 0:
+            scale = 10.0 ** int(decimals)
+            return (self * scale)._stepwise("round") / scale
+        return self._stepwise("round")
+
+    def trunc(self) -> Tensor:
+        return self._stepwise("trunc")
+
+    fix = trunc
+
+    def sign(self) -> Tensor:
+        return self._stepwise("sign")
+
+    sgn = sign
+
+    def _pairwise_extremum(self, other: Any, larger: bool) -> Tensor:
+        a, b = operands.pair(self, other)
+        if not isinstance(b, _t() | np.ndarray):  # a Python number: the tensor's dtype
+            b = np.asarray(b, a.data.dtype)
+        return Extremum.apply(a, b, larger=larger)
+
+    def maximum(self, other: Any) -> Tensor:
+        return self._pairwise_extremum(other, True)
+
+    def minimum(self, other: Any) -> Tensor:
+        return self._pairwise_extremum(other, False)
+
+    def subtract(self, other: Any, *, alpha: Any = 1) -> Tensor:
+        """torch's alias of ``sub``."""
+        return self.sub(other, alpha=alpha)
+
+    def negative(self) -> Tensor:
+        """torch's alias of ``neg``."""
+        return -self
+
+    def isnan(self) -> Tensor:
+        return _t()._wrap(np.isnan(self.data))
+
+    def isinf(self) -> Tensor:
+        return _t()._wrap(np.isinf(self.data))
+
+    def isfinite(self) -> Tensor:
+        return _t()._wrap(np.isfinite(self.data))
