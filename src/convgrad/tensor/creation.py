@@ -159,7 +159,7 @@ def _int(fn: str, name: str, value: Any) -> int:
     return int(value)
 
 
-def randint(low: int, high: Any = None, size: Any = None, *, generator: Any = None,
+def randint(low: int = 0, high: Any = None, size: Any = None, *, generator: Any = None,
             dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Integers drawn uniformly from [low, high) (``randint(high, size)`` from [0, high))."""
     if high is None:  # randint(high, size=...)
