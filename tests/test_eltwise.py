@@ -402,3 +402,18 @@ def test_bce_with_logits_in_one_pass_matches_torch(layout, reduction):
     with cg.profile() as prof:
         F.binary_cross_entropy_with_logits(cg.tensor(xs), cg.tensor(ts))
     assert [e.algorithm for e in prof.of("eltwise") if e.name.startswith("bce")] == ["numpy"]
+    # targets in the other layout (an NCHW mask for channels-last logits): copied once
+    other = np.ascontiguousarray(t) if layout == "channels_last" else array(SHAPE, "channels_last")
+    if layout != "channels_last":
+        other[...] = t
+    with cg.profile() as prof:
+        y = F.binary_cross_entropy_with_logits(cg.tensor(x), cg.tensor(other))
+    ran = [(e.name, e.algorithm) for e in prof.events
+           if e.name in ("copy", "bce_with_logits_forward")]
+    assert ran == [("copy", "numpy"), ("bce_with_logits_forward", "numpy:float64")]
+    xc, tc = np.ascontiguousarray(x), np.ascontiguousarray(t)
+    ref = TF.binary_cross_entropy_with_logits(torch.tensor(xc, dtype=torch.float64),
+                                              torch.tensor(tc, dtype=torch.float64))
+    t32 = TF.binary_cross_entropy_with_logits(torch.from_numpy(xc), torch.from_numpy(tc))
+    assert abs(y.item() - ref.item()) <= 2 * max(abs(t32.item() - ref.item()),
+                                                 ROUNDING * abs(ref.item()))

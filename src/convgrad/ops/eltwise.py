@@ -185,11 +185,16 @@ def bce_with_logits(x: Any, t: Any, reference: Callable[[], Any]) -> Any:
     with ELTWISE.record("bce_with_logits_forward", _shape(x)) as rec:
         if (ELTWISE.pinned() == "numpy" or type(x) is not np.ndarray
                 or type(t) is not np.ndarray or x.dtype != _F32 or t.dtype != _F32
-                or x.shape != t.shape or x.strides != t.strides or x.size < MIN_ONEDNN_SIZE
-                or not is_dense(x)):
+                or x.shape != t.shape or x.size < MIN_ONEDNN_SIZE or not is_dense(x)):
             rec.algorithm = "numpy"
             return reference()
         rec.algorithm = "numpy:float64"
+        if t.strides != x.strides:  # (an NCHW mask for channels-last logits): one copy
+            with LAYOUT.record("copy", t.shape) as copy:
+                copy.algorithm = "numpy"
+                laid = np.empty_like(x)
+                np.copyto(laid, t)
+                t = laid
         out = np.empty_like(x)
         xs, ts, dst = _flat(x), _flat(t), _flat(out)
 
@@ -200,7 +205,7 @@ def bce_with_logits(x: Any, t: Any, reference: Callable[[], Any]) -> Any:
             np.exp(e, out=e)
             np.log1p(e, out=e)
             r = np.maximum(d, 0.0)
-            np.multiply(d, ts[a:b], out=d)
+            np.multiply(d, ts[a:b].astype(np.float64), out=d)  # (mixed types: 4x slower)
             np.subtract(r, d, out=r)
             np.add(r, e, out=r)
             dst[a:b] = r
