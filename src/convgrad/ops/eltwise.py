@@ -38,7 +38,7 @@ from .onednn._plan import _normalized
 from .parallel import num_threads, run_chunks
 from .registry import family
 
-__all__ = ["ACTIVATIONS", "ELTWISE", "LOG_SIGMOID_CHUNK", "MIN_BINARY_SIZE", "MIN_ONEDNN_SIZE",
+__all__ = ["ACTIVATIONS", "ELTWISE", "FLOAT64_CHUNK", "MIN_BINARY_SIZE", "MIN_ONEDNN_SIZE",
            "MIN_PIECEWISE_SIZE", "activation", "activation_grad",
            "bce_with_logits", "binary", "log_sigmoid"]
 
@@ -137,9 +137,41 @@ def activation(name: str, x: Any, reference: Callable[[], Any], alpha: float = 0
         return reference()
 
 
-#: elements per task of :func:`log_sigmoid`'s float64 pass: its temporaries (8 bytes an
-#: element) stay in a core's cache
-LOG_SIGMOID_CHUNK = 1 << 15
+#: elements per task of a float64 pass (:func:`log_sigmoid`, :func:`bce_with_logits`):
+#: its temporaries (8 bytes an element) stay in a core's cache
+FLOAT64_CHUNK = 1 << 15
+
+
+def _log1p_exp_neg_abs(d: np.ndarray) -> np.ndarray:
+    """``log1p(exp(-|d|))`` of a float64 array (in [0, log 2], no overflow)."""
+    e = np.abs(d)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    return np.log1p(e, out=e)
+
+
+def _float64_pass(x: np.ndarray, others: tuple, formula: Callable[..., np.ndarray]
+                  ) -> np.ndarray:
+    """``formula`` of float64 chunks of ``x`` and of ``others`` (dense, ``x``'s strides),
+    rounded once into a new array in ``x``'s layout; the chunks over the thread pool."""
+    out = np.empty_like(x)
+    flats, dst, n = [_flat(a) for a in (x, *others)], _flat(out), x.size
+
+    def chunk(a: int, b: int) -> int:
+        dst[a:b] = formula(*(f[a:b].astype(np.float64) for f in flats))
+        return 0
+
+    run_chunks([lambda a=a: chunk(a, min(a + FLOAT64_CHUNK, n))
+                for a in range(0, n, FLOAT64_CHUNK)])
+    return out
+
+
+def _float32_dense(*arrays: Any) -> bool:
+    """Large dense float32 ndarrays of one shape, not pinned to NumPy."""
+    x = arrays[0]
+    return (ELTWISE.pinned() != "numpy" and all(
+        type(a) is np.ndarray and a.dtype == _F32 and a.shape == x.shape for a in arrays)
+        and x.size >= MIN_ONEDNN_SIZE and is_dense(x))
 
 
 def log_sigmoid(x: Any, reference: Callable[[], Any]) -> Any:
@@ -150,42 +182,23 @@ def log_sigmoid(x: Any, reference: Callable[[], Any]) -> Any:
     had 2.5x torch's error: its ``exp`` and ``log1p`` round each; oneDNN's ``soft_relu``
     of ``-x`` loses the tiny values of large x altogether)."""
     with ELTWISE.record("log_sigmoid_forward", _shape(x)) as rec:
-        if (ELTWISE.pinned() == "numpy" or type(x) is not np.ndarray or x.dtype != _F32
-                or x.size < MIN_ONEDNN_SIZE or not is_dense(x)):
+        if not _float32_dense(x):
             rec.algorithm = "numpy"
             return reference()
         rec.algorithm = "numpy:float64"
-        out = np.empty_like(x)
-        src, dst = _flat(x), _flat(out)
-
-        def chunk(a: int, b: int) -> int:
-            d = src[a:b].astype(np.float64)
-            t = np.abs(d)
-            np.negative(t, out=t)
-            np.exp(t, out=t)
-            np.log1p(t, out=t)
-            np.minimum(d, 0.0, out=d)
-            np.subtract(d, t, out=d)
-            dst[a:b] = d
-            return 0
-
-        n = x.size
-        run_chunks([lambda a=a: chunk(a, min(a + LOG_SIGMOID_CHUNK, n))
-                    for a in range(0, n, LOG_SIGMOID_CHUNK)])
-        return out
+        return _float64_pass(x, (), lambda d: np.minimum(d, 0.0) - _log1p_exp_neg_abs(d))
 
 
 def bce_with_logits(x: Any, t: Any, reference: Callable[[], Any]) -> Any:
     """Binary cross-entropy of logits ``x`` against targets ``t``, elementwise:
-    ``max(x, 0) - x t + log1p(exp(-|x|))``.  Large dense float32 ``x`` and ``t`` in one
-    layout: that formula in float64 cache-sized chunks over the thread pool, rounded once
-    (``numpy:float64``); anything else the reference.  One pass where the composed form
-    (``(1 - t) x - logsigmoid(x)`` and its Functions) took 36-54 ms forward and backward
-    for 4M elements (torch 7-18)."""
+    ``max(x, 0) - x t + log1p(exp(-|x|))``.  Large dense float32 ``x`` and ``t``: that
+    formula in float64 cache-sized chunks over the thread pool, rounded once
+    (``numpy:float64``; ``t`` copied into ``x``'s layout first if it lies otherwise);
+    anything else the reference.  One pass where the composed form (``(1 - t) x -
+    logsigmoid(x)`` and its Functions) took 36-54 ms forward and backward for 4M
+    elements (torch 7-18)."""
     with ELTWISE.record("bce_with_logits_forward", _shape(x)) as rec:
-        if (ELTWISE.pinned() == "numpy" or type(x) is not np.ndarray
-                or type(t) is not np.ndarray or x.dtype != _F32 or t.dtype != _F32
-                or x.shape != t.shape or x.size < MIN_ONEDNN_SIZE or not is_dense(x)):
+        if not _float32_dense(x, t):
             rec.algorithm = "numpy"
             return reference()
         rec.algorithm = "numpy:float64"
@@ -195,26 +208,8 @@ def bce_with_logits(x: Any, t: Any, reference: Callable[[], Any]) -> Any:
                 laid = np.empty_like(x)
                 np.copyto(laid, t)
                 t = laid
-        out = np.empty_like(x)
-        xs, ts, dst = _flat(x), _flat(t), _flat(out)
-
-        def chunk(a: int, b: int) -> int:
-            d = xs[a:b].astype(np.float64)
-            e = np.abs(d)
-            np.negative(e, out=e)
-            np.exp(e, out=e)
-            np.log1p(e, out=e)
-            r = np.maximum(d, 0.0)
-            np.multiply(d, ts[a:b].astype(np.float64), out=d)  # (mixed types: 4x slower)
-            np.subtract(r, d, out=r)
-            np.add(r, e, out=r)
-            dst[a:b] = r
-            return 0
-
-        n = x.size
-        run_chunks([lambda a=a: chunk(a, min(a + LOG_SIGMOID_CHUNK, n))
-                    for a in range(0, n, LOG_SIGMOID_CHUNK)])
-        return out
+        return _float64_pass(x, (t,), lambda d, u: (
+            np.maximum(d, 0.0) - d * u + _log1p_exp_neg_abs(d)))
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
