@@ -186,8 +186,9 @@ def test_errors_name_the_argument(call, pattern):
 def test_adaptive_max_pool_ties_and_nan_as_torch(nd, shape, out, channels_last):
     """Ties (values from a small set) take the first maximum in the window's row-major
     order and a NaN the last NaN, as torch: values and indices equal torch's, on windows
-    that divide the input (max pooling) and that do not (the axis-by-axis walk), on NCHW
-    and channels-last memory; the gradient lands where the index says."""
+    that divide the input (max pooling) and that do not (the axis-by-axis walk: Numba's
+    loop, which the profiler shows, equal to the NumPy walk and to float64), on NCHW and
+    channels-last memory; the gradient lands where the index says."""
     rng = np.random.default_rng(len(shape) * 7 + int(channels_last))
     x = rng.integers(-2, 3, shape).astype(np.float32)
     x.reshape(-1)[rng.choice(x.size, max(1, x.size // 40), replace=False)] = np.nan
@@ -196,7 +197,19 @@ def test_adaptive_max_pool_ties_and_nan_as_torch(nd, shape, out, channels_last):
         x = np.ascontiguousarray(x.transpose(perm)).transpose(np.argsort(perm))
     mx, mx_t = getattr(F, f"adaptive_max_pool{nd}d"), getattr(TF, f"adaptive_max_pool{nd}d")
     cx = cg.tensor(x, requires_grad=True)
-    y, idx = mx(cx, out, return_indices=True)
+    with cg.profile() as prof:
+        y, idx = mx(cx, out, return_indices=True)
+    divides = all(n % m == 0 for n, m in zip(shape[2:], np.broadcast_to(out, (nd,))))
+    walk = [e.algorithm for e in prof.of("pool") if e.name == "adaptive_argmax"]
+    assert walk == ([] if divides else ["numba" if cg.ops.jit.enabled() else "numpy"])
+    if not divides:  # the NumPy walk (the reference) and float64 give the same indices
+        from convgrad.ops import prefer
+
+        with prefer("numpy"):
+            _, ref_idx = mx(cg.tensor(x), out, return_indices=True)
+        np.testing.assert_array_equal(ref_idx.numpy(), idx.numpy())
+        _, idx64 = mx(cg.tensor(x.astype(np.float64)), out, return_indices=True)
+        np.testing.assert_array_equal(idx64.numpy(), idx.numpy())
     tx = torch.tensor(np.ascontiguousarray(x), requires_grad=True)
     ty, tidx = mx_t(tx, out, return_indices=True)
     np.testing.assert_array_equal(idx.numpy(), tidx.numpy())

@@ -5,8 +5,8 @@ Output ``o`` of an axis of length ``n`` pooled to ``m`` covers inputs
 every axis that is plain average pooling (a convolution with a constant kernel);
 otherwise each axis is a constant averaging matrix
 (:mod:`convgrad.tensor.axis_matrix`).  Max pooling likewise: plain max pooling where the
-windows divide the input, else axis by axis a walk over the taps of the widest window,
-clamping shorter windows to their last element (:func:`_argmax_windows`).
+windows divide the input, else the pool family's window argmax, axis by axis
+(:func:`convgrad.ops.pooling.adaptive_argmax`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.layouts import memory_order
+from ..ops import pooling as pooling_kernels
 from ..tensor import Tensor
 from ..tensor.axis_matrix import AxisMap, AxisMatrix
 from .pooling import (
@@ -58,14 +58,9 @@ def check_output_size(fn: str, x: Tensor, out: tuple) -> None:
                          f"{x.shape} would need {nbytes} bytes, more than any array can hold")
 
 
-def _bounds(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
-    o = np.arange(m)
-    return (o * n) // m, -((-(o + 1) * n) // m)
-
-
 def averaging_matrix(n: int, m: int) -> AxisMatrix:
     """The ``(m, n)`` matrix of adaptive average pooling along one axis."""
-    start, stop = _bounds(n, m)
+    start, stop = pooling_kernels.adaptive_bounds(n, m)
     width = int((stop - start).max())
     taps = start[:, None] + np.arange(width)
     inside = taps < stop[:, None]
@@ -125,55 +120,13 @@ def _adaptive_max(fn: str, nd: int, input: Any, output_size: Any, return_indices
         if unbatched:
             res = (res[0].squeeze(0), res[1].squeeze(0)) if return_indices else res.squeeze(0)
         return res
-    flat = _argmax_windows(x.data, out)
+    flat = pooling_kernels.adaptive_argmax(x.data, out)
     y = flat_gather(x, flat)
     if unbatched:
         y, flat = y.squeeze(0), flat[0]
     if return_indices:
         return y, Tensor._wrap(flat)
     return y
-
-
-def _argmax_windows(a: np.ndarray, out: tuple) -> np.ndarray:
-    """The flat per-plane index of each adaptive window's maximum (torch's choice: the
-    first maximum in the window's row-major order, the last NaN if any).
-
-    Axis by axis from the innermost (W, then H, then D), each a walk over the taps of
-    its widest window (shorter windows clamped to their last input): the first maximum
-    of each row, then the first row holding the window's maximum, is the first maximum
-    in row-major order (and the last NaN likewise).  Each tap gathers along the axis in
-    the array's memory order (a channels-last array's pixels, whole).  Walking the taps
-    of all dims at once on the logical dims took 53 ms for (16, 64, 64, 64) channels-last
-    pooled to 7x7 (100 taps), 77 ms to 1x1 (4096 taps; now plain max pooling)."""
-    nd = len(out)
-    order = memory_order(a)
-    t = a.transpose(order)
-    if not t.flags.c_contiguous:  # strided: its logical order, copied dense
-        order, t = list(range(a.ndim)), np.ascontiguousarray(a)
-    best, picks = t, []  # picks[j]: the chosen input position along spatial axis nd-1-j
-    for ax in range(nd - 1, -1, -1):
-        n, m = a.shape[2 + ax], out[ax]
-        start, stop = _bounds(n, m)
-        p = order.index(2 + ax)  # the axis in memory order
-        shape = (-1,) + (1,) * (a.ndim - 1 - p)
-        cur, cur_picks = best, picks
-        for off in range(int((stop - start).max())):
-            pos = np.minimum(start + off, stop - 1)
-            view = np.take(cur, pos, axis=p)
-            if off == 0:
-                best, chosen = view, np.broadcast_to(pos.reshape(shape), view.shape).copy()
-                picks = [np.take(q, pos, axis=p) for q in cur_picks]
-                continue
-            take = (view > best) | np.isnan(view)
-            np.copyto(best, view, where=take)
-            np.copyto(chosen, pos.reshape(shape), where=take)
-            for q, r in zip(picks, cur_picks):
-                np.copyto(q, np.take(r, pos, axis=p), where=take)
-        picks = picks + [chosen]
-    flat = np.zeros(best.shape, np.int64)
-    for ax, q in enumerate(reversed(picks)):
-        flat = flat * a.shape[2 + ax] + q
-    return flat.transpose(np.argsort(order))
 
 
 def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Any:

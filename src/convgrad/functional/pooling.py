@@ -159,10 +159,12 @@ def avg_pool3d(input: Any, kernel_size: Any, stride: Any = None, padding: Any = 
 # ----------------------------------------------------------------------------- max
 def flat_gather(x: Tensor, flat: np.ndarray) -> Tensor:
     """``out[n, c, ...] = x[n, c].ravel()[flat[n, c, ...]]`` (gradient: scatter-add back)."""
+    # indexed in x's own layout: ``x.reshape(-1)`` would copy a channels-last x whole
+    # (12 of the 29 ms of an adaptive max pooling of (16, 64, 64, 64) to 7x7)
     n, c = x.shape[:2]
-    plane = int(np.prod(x.shape[2:]))
-    offsets = (np.arange(n * c) * plane).reshape((n, c) + (1,) * (flat.ndim - 2))
-    return x.reshape(-1)[offsets + flat]
+    batch = np.arange(n).reshape((n,) + (1,) * (flat.ndim - 1))
+    channel = np.arange(c).reshape((1, c) + (1,) * (flat.ndim - 2))
+    return x[(batch, channel) + np.unravel_index(flat, x.shape[2:])]
 
 
 def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, padding: Any,

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import layouts
+from . import jit, layouts, parallel, pool_loops
 from .onednn import pool as onednn_pool
 from .registry import family
 
-__all__ = ["POOL", "avg_pool_backward", "avg_pool_forward", "choose", "max_pool_backward",
-           "max_pool_forward", "max_pool_indices"]
+__all__ = ["POOL", "adaptive_argmax", "adaptive_bounds", "avg_pool_backward",
+           "avg_pool_forward", "choose", "max_pool_backward", "max_pool_forward",
+           "max_pool_indices"]
 
-POOL = family("pool", ("onednn", "numpy"))
+POOL = family("pool", ("onednn", "numba", "numpy"))
 
 
 def choose(kind: str, x: np.ndarray, y_shape: tuple, window: tuple,
@@ -165,3 +166,83 @@ def _as_layout(a: np.ndarray, like: np.ndarray) -> np.ndarray:
     out = layouts.empty(a.shape, channels_last=cl)
     np.copyto(out, a, casting="same_kind")
     return out
+
+
+def adaptive_bounds(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Adaptive pooling's windows of an axis of ``n`` pooled to ``m``: ``[start, stop)``."""
+    o = np.arange(m)
+    return (o * n) // m, -((-(o + 1) * n) // m)
+
+
+def adaptive_argmax(a: np.ndarray, out: tuple) -> np.ndarray:
+    """The flat per-plane index of each adaptive window's maximum of ``a`` (N, C,
+    *spatial) pooled to ``out`` (torch's choice: the first maximum in the window's
+    row-major order, the last NaN if any).
+
+    Axis by axis from the innermost (W, then H, then D): the first maximum of each row,
+    then the first row holding the window's maximum, is the first maximum in row-major
+    order (and the last NaN likewise).  Each axis runs in the array's memory order,
+    viewed as (outer, axis, inner): Numba's loop over each window's rows (``numba``,
+    float32 and float64), else a NumPy walk over the taps of the widest window, shorter
+    windows clamped to their last input (``numpy``).  Measured on (16, 64, 64, 64)
+    channels-last to 7x7 (forward and backward, torch 2.4-2.6 ms): the NumPy walk 41.5 ms;
+    walking all dims' taps at once on the logical dims before it 55.6 ms."""
+    with POOL.record("adaptive_argmax", a.shape, tuple(out)) as rec:
+        compiled = (POOL.pinned() in (None, "numba") and a.dtype.kind == "f"
+                    and a.dtype.itemsize in (4, 8) and pool_loops.loops() is not None)
+        rec.algorithm = "numba" if compiled else "numpy"
+        nd = len(out)
+        order = layouts.memory_order(a)
+        t = a.transpose(order)
+        if not t.flags.c_contiguous:  # strided: its logical order, copied dense
+            order, t = list(range(a.ndim)), np.ascontiguousarray(a)
+        best, picks = t, []  # picks[j]: the chosen input position along spatial axis nd-1-j
+        for ax in range(nd - 1, -1, -1):
+            start, stop = adaptive_bounds(a.shape[2 + ax], out[ax])
+            p = order.index(2 + ax)  # the axis in memory order
+            walk = _compiled_walk if compiled else _numpy_walk
+            best, chosen = walk(best, p, start, stop)
+            picks = [np.take_along_axis(q, chosen, axis=p) for q in picks] + [chosen]
+        flat = np.zeros(best.shape, np.int64)
+        for ax, q in enumerate(reversed(picks)):
+            flat = flat * a.shape[2 + ax] + q
+        return flat.transpose(np.argsort(order))
+
+
+def _compiled_walk(cur: np.ndarray, p: int, start: np.ndarray, stop: np.ndarray) -> tuple:
+    """Each window's maximum and its position along axis ``p`` of C-contiguous ``cur``."""
+    shape = cur.shape
+    A, B = int(np.prod(shape[:p], dtype=np.int64)), int(np.prod(shape[p + 1:], dtype=np.int64))
+    view = cur.reshape(A, shape[p], B)
+    best = np.empty((A, len(start), B), cur.dtype)
+    pos = np.empty((A, len(start), B), np.int64)
+    lp = pool_loops.loops()
+    kernel = lp["window_argmax"]
+    args = (view, np.ascontiguousarray(start, np.int64), np.ascontiguousarray(stop, np.int64),
+            best, pos)
+    out_shape = shape[:p] + (len(start),) + shape[p + 1:]
+    if lp["parallel"]:
+        jit.set_threads(parallel.num_threads() if best.size >= 1 << 15 else 1)
+        kernel(*args, 0, A)
+    else:
+        threads = parallel.num_threads()
+        cuts = [A * i // threads for i in range(threads + 1)]
+        parallel.run_chunks([lambda a=a, b=b: kernel(*args, a, b) or 0
+                             for a, b in zip(cuts, cuts[1:]) if b > a])
+    return best.reshape(out_shape), pos.reshape(out_shape)
+
+
+def _numpy_walk(cur: np.ndarray, p: int, start: np.ndarray, stop: np.ndarray) -> tuple:
+    """:func:`_compiled_walk` by NumPy: the taps of the widest window in turn."""
+    shape = (-1,) + (1,) * (cur.ndim - 1 - p)
+    best = chosen = None
+    for off in range(int((stop - start).max())):
+        pos = np.minimum(start + off, stop - 1)
+        view = np.take(cur, pos, axis=p)
+        if best is None:
+            best, chosen = view, np.broadcast_to(pos.reshape(shape), view.shape).copy()
+            continue
+        take = (view > best) | np.isnan(view)
+        np.copyto(best, view, where=take)
+        np.copyto(chosen, pos.reshape(shape), where=take)
+    return best, chosen
