@@ -168,8 +168,9 @@ class Stepwise(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
-        # a step function's derivative is 0 (where it exists; torch takes 0 at the jumps)
-        return grad * 0.0
+        # a step function's derivative is 0 (where it exists; torch takes 0 at the jumps,
+        # and zeros, not grad * 0, so a NaN gradient does not pass either)
+        return _t()._wrap(np.zeros_like(grad.data))
 
 
 class Extremum(Function):
