@@ -300,14 +300,18 @@ def test_the_compiled_taps_equal_numpys_taps_bit_for_bit(op, shape, layout):
 
 
 def test_align_corners_upsampling_keeps_channels_last_against_torch():
-    """Bilinear ``align_corners=True`` on a channels-last float32 input: channels-last
-    out, as torch's; values and the input gradient against torch float64 within twice
-    torch float32's error (both layouts' torch alike)."""
+    """Bilinear ``align_corners=True`` on a channels-last float32 input, on the compiled
+    taps (the profiler says so): channels-last out, as torch's; values and the input
+    gradient against torch float64 within twice torch float32's error (both layouts'
+    torch alike)."""
     x_np = _layout_of(RNG.standard_normal((2, 8, 12, 10)).astype(np.float32), "channels_last")
     g_np = RNG.standard_normal((2, 8, 24, 20)).astype(np.float32)
     x = cg.tensor(x_np, requires_grad=True)
-    y = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
-    y.backward(cg.tensor(g_np))
+    with cg.profile() as prof:
+        y = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+        y.backward(cg.tensor(g_np))
+    ran = [e.algorithm for e in prof.of("resample")]  # H, W; then W, H
+    assert ran == ["numba"] * 4 if cg.ops.jit.enabled() else set(ran) <= {"numpy", "dense"}
     assert cg.ops.layouts.is_channels_last(y.data)
     outs = {}
     for dtype in (torch.float32, torch.float64):

@@ -132,7 +132,8 @@ def __getattr__(name: str):
     from .tensor.functions import METHOD_FORMS, method_form
 
     if name in METHOD_FORMS:  # torch.log1p(x) and the like: the Tensor method
-        return method_form(name)
+        globals()[name] = method_form(name)  # made once: later lookups find it directly
+        return globals()[name]
     if name in ("softmax", "log_softmax"):
         return getattr(functional, name)
     raise AttributeError(f"module 'convgrad' has no attribute {name!r}")

@@ -19,10 +19,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .parallel import Background
+from .parallel import Background, run_chunks
 
 __all__ = ["after_fork_in_child", "compiled", "enabled", "exercise", "loader", "lock", "numba",
-           "parallel_launched", "set_threads", "thread_safe", "wait_for_warm_up", "warm_up"]
+           "parallel_launched", "run_rows", "set_threads", "thread_safe", "wait_for_warm_up",
+           "warm_up"]
 
 _numba = None  # the numba module once imported, False when it is not installed
 _layer: list = []  # the threading layer Numba chose, once known
@@ -95,6 +96,20 @@ def exercise(run: Callable[[], object]) -> Callable[[], object]:
     machine code on its first call, 10-50 ms apiece)."""
     _exercises.append(run)
     return run
+
+
+def run_rows(kernel: Callable[..., object], in_prange: bool, args: tuple, rows: int,
+             threads: int) -> None:
+    """``kernel(*args, r0, r1)`` over rows ``[0, rows)`` on ``threads`` threads: one call
+    on Numba's own threads where the loop is a ``prange`` (``in_prange``: its threading
+    layer is thread-safe, :func:`thread_safe`), else contiguous ranges over the pool."""
+    if in_prange:
+        set_threads(threads)
+        kernel(*args, 0, rows)
+        return
+    cuts = [rows * i // threads for i in range(threads + 1)]
+    run_chunks([lambda a=a, b=b: kernel(*args, a, b) or 0
+                for a, b in zip(cuts, cuts[1:]) if b > a])
 
 
 def warm_up() -> None:

@@ -24,11 +24,11 @@ __all__ = ["ALIGNMENT", "LAYOUT", "axis_view", "channels_last_strides", "concate
 #: (a copy); no choice between them, the family exists for its profiler events
 LAYOUT = family("layout", ("onednn", "numpy"))
 
-#: bytes: the alignment :func:`empty` gives on request, oneDNN's assumption for the
-#: arrays it writes: its resampling kernel stores a large output (past its cache
-#: estimate) with non-temporal stores, which raise a general-protection fault on less
-#: (NumPy's large arrays lie 16 bytes past a page); its other kernels check, or store
-#: plainly
+#: bytes: the alignment of oneDNN's arena buffers and of :func:`empty` on request,
+#: oneDNN's assumption for the arrays it writes: its resampling kernel stores a large
+#: output (past its cache estimate) with non-temporal stores, which raise a
+#: general-protection fault on less (NumPy's large arrays lie 16 bytes past a page); its
+#: other kernels check, or store plainly
 ALIGNMENT = 64
 
 

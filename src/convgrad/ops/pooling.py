@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import jit, layouts, parallel, pool_loops
+from . import jit, layouts, parallel, pool_loops, reduction
 from .onednn import pool as onednn_pool
 from .registry import family
 
@@ -217,18 +217,11 @@ def _compiled_walk(cur: np.ndarray, p: int, start: np.ndarray, stop: np.ndarray)
     best = np.empty((A, len(start), B), cur.dtype)
     pos = np.empty((A, len(start), B), np.int64)
     lp = pool_loops.loops()
-    kernel = lp["window_argmax"]
     args = (view, np.ascontiguousarray(start, np.int64), np.ascontiguousarray(stop, np.int64),
             best, pos)
+    threads = parallel.num_threads() if cur.size >= reduction.PARALLEL_MIN_SIZE else 1
+    jit.run_rows(lp["window_argmax"], lp["parallel"], args, A, threads)
     out_shape = shape[:p] + (len(start),) + shape[p + 1:]
-    if lp["parallel"]:
-        jit.set_threads(parallel.num_threads() if best.size >= 1 << 15 else 1)
-        kernel(*args, 0, A)
-    else:
-        threads = parallel.num_threads()
-        cuts = [A * i // threads for i in range(threads + 1)]
-        parallel.run_chunks([lambda a=a, b=b: kernel(*args, a, b) or 0
-                             for a, b in zip(cuts, cuts[1:]) if b > a])
     return best.reshape(out_shape), pos.reshape(out_shape)
 
 

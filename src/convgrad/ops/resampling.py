@@ -165,14 +165,7 @@ def _compiled_adjoint_axis(g: np.ndarray, out: np.ndarray, axis: int) -> None:
     lp = loops()
     kernel, rows = lp["adjoint_axis"], gv.shape[0]
     threads = 1 if g.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads()
-    args = (gv, q, i1, w0, w1, ov)
-    if lp["parallel"]:
-        jit.set_threads(threads)
-        kernel(*args, 0, rows)
-        return
-    cuts = [rows * i // threads for i in range(threads + 1)]
-    parallel.run_chunks([lambda a=a, b=b: kernel(*args, a, b) or 0
-                         for a, b in zip(cuts, cuts[1:]) if b > a])
+    jit.run_rows(kernel, lp["parallel"], (gv, q, i1, w0, w1, ov), rows, threads)
 
 
 def _linear_adjoint_axis(g: np.ndarray, out: np.ndarray, axis: int) -> None:
@@ -282,13 +275,7 @@ def _compiled_taps(view: np.ndarray, index: np.ndarray, weight: np.ndarray | Non
     # (row, output) pair (a channels-last batch of one has a single outer row)
     by_rows = A >= 8 * threads
     kernel, rows = (lp["taps_rows"], A) if by_rows else (lp["taps"], A * Lo)
-    if lp["parallel"]:
-        jit.set_threads(threads)
-        kernel(view, idx, w, out, 0, rows)
-        return out
-    cuts = [rows * i // threads for i in range(threads + 1)]
-    parallel.run_chunks([lambda a=a, b=b: kernel(view, idx, w, out, a, b) or 0
-                         for a, b in zip(cuts, cuts[1:]) if b > a])
+    jit.run_rows(kernel, lp["parallel"], (view, idx, w, out), rows, threads)
     return out
 
 

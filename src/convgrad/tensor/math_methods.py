@@ -206,38 +206,34 @@ class MathMethodsMixin:
 
     __slots__ = ()
 
-    def _float_input(self) -> Tensor:
-        return self if self.data.dtype.kind == "f" else _t()._wrap(
-            self.data.astype(np.float32))
-
     def log1p(self) -> Tensor:
-        return Log1p.apply(self._float_input())
+        return Log1p.apply(self._floating())
 
     def expm1(self) -> Tensor:
-        return Expm1.apply(self._float_input())
+        return Expm1.apply(self._floating())
 
     def sin(self) -> Tensor:
-        return Sin.apply(self._float_input())
+        return Sin.apply(self._floating())
 
     def cos(self) -> Tensor:
-        return Cos.apply(self._float_input())
+        return Cos.apply(self._floating())
 
     def tan(self) -> Tensor:
-        return Tan.apply(self._float_input())
+        return Tan.apply(self._floating())
 
     def atan(self) -> Tensor:
-        return Atan.apply(self._float_input())
+        return Atan.apply(self._floating())
 
     arctan = atan
 
     def sinh(self) -> Tensor:
-        return Sinh.apply(self._float_input())
+        return Sinh.apply(self._floating())
 
     def cosh(self) -> Tensor:
-        return Cosh.apply(self._float_input())
+        return Cosh.apply(self._floating())
 
     def erf(self) -> Tensor:
-        return Erf.apply(self._float_input())
+        return Erf.apply(self._floating())
 
     def _stepwise(self, name: str) -> Tensor:
         if self.data.dtype.kind != "f":  # an integer stays itself (sign: its sign), as torch

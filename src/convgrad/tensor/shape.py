@@ -233,8 +233,8 @@ class FoldEdges(Function):
         left, right = _edges(mode, n, lo, hi)
         out = layouts.empty(g.shape[:dim] + (n,) + g.shape[dim + 1:],
                             channels_last=layouts.is_channels_last(g), dtype=g.dtype)
+        out[...] = _along(g, dim, slice(lo, lo + n))
         if mode == "replicate":  # the end elements sum their borders, one by one in turn
-            out[...] = _along(g, dim, slice(lo, lo + n))
             if lo:
                 first = _along(g, dim, slice(0, 1)).copy()
                 for k in range(1, lo):
@@ -244,7 +244,6 @@ class FoldEdges(Function):
             for k in range(lo + n, lo + n + hi):
                 _along(out, dim, slice(n - 1, n))[...] += _along(g, dim, slice(k, k + 1))
             return out
-        out[...] = _along(g, dim, slice(lo, lo + n))
         borders = [(left, slice(0, lo)), (right, slice(lo + n, lo + n + hi))]
         for dst, src in borders if mode == "reflect" else borders[::-1]:
             _along(out, dim, dst)[...] += _along(g, dim, src)

@@ -22,7 +22,7 @@ from math import prod
 
 import numpy as np
 
-from ..layouts import LAYOUT
+from ..layouts import ALIGNMENT, LAYOUT
 from ..parallel import single_threaded_blas
 from ..profiler import recording
 from ..workspace import get_workspace_limit
@@ -32,7 +32,6 @@ from ._geometry import Unsupported
 __all__ = ["ALIGNMENT", "Execution", "F32", "ITEMSIZE", "Operand", "arena_bytes",
            "build_with_threads", "dims", "release_arena"]
 
-ALIGNMENT = 64
 ITEMSIZE = 4
 F32 = np.dtype(np.float32)
 
