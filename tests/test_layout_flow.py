@@ -156,6 +156,45 @@ def test_sums_over_a_channel_slice_of_a_channels_last_array(width, compiled, mon
     _within_torch(runs[0], theirs, exact)
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("shape, dims", [
+    ((16, 64, 64, 64), (2, 3)),  # a global average pool's sum: a matrix per sample
+    ((4, 96, 8, 8), (2, 3)),  # one block of rows per sample
+    ((2, 8, 6, 64, 5), (2, 3)),  # (D, H) of a 3-D array, W and C kept inside
+    ((3, 32, 64, 40), (2,)),  # 64 rows: a short sum
+])
+def test_sums_over_the_pixels_of_each_sample_of_a_channels_last_array(
+        shape, dims, compiled, monkeypatch):
+    """Reduced dims between kept ones in memory (the samples outside, the channels
+    inside): a batch of column sums, read in place, as a Tensor sum and its gradient;
+    the profiler names the blocked pass (compiled, or BLAS block products without
+    Numba); within twice torch float32's error; the compiled pass's bits the same on 1,
+    2 and 3 threads."""
+    if compiled and reduction_loops.loops() is None:
+        pytest.skip("Numba is not installed")
+    if not compiled:
+        monkeypatch.setattr(reduction_loops, "loops", lambda: None)
+    x = _cl(shape) + np.float32(0.3)  # a mean away from 0: the sums' rounding shows
+    cx = cg.tensor(x, requires_grad=True)
+    with cg.profile() as prof:
+        y = cx.sum(dims, keepdim=True)
+    assert [(e.name, e.algorithm) for e in prof.of("reduce")] == [
+        ("sum", "numba" if compiled else "blas")]
+    tx = torch.from_numpy(x)
+    _within_torch(y.data, tx.sum(dims, keepdim=True).numpy(),
+                  tx.double().sum(dims, keepdim=True).numpy())
+    g = _cl(y.shape)
+    y.backward(cg.tensor(g))
+    np.testing.assert_array_equal(cx.grad.data, np.broadcast_to(g, shape))
+    runs = []
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(parallel, "num_threads", lambda t=threads: t)
+        monkeypatch.setattr(reduction, "num_threads", lambda t=threads: t)
+        runs.append(reduction.total(x, axis=dims))
+    if compiled:
+        assert all(np.array_equal(runs[0], r) for r in runs[1:])
+
+
 def test_the_profiler_sees_a_concatenation_and_the_gradient_sums():
     """A skip connection (an activation used twice) and a concatenation: both show in the
     profile, the concatenation as a ``layout`` event keeping channels-last, the sum of

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..autograd import OUTPUT, Context, Function
 from ..ops import softmax
-from ..ops.reduction import total
+from ..ops.reduction import sum_over, total
 from .elementwise import kernel_or_rule
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
@@ -30,7 +30,7 @@ class Sum(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, dims: tuple | None, keepdim: bool) -> np.ndarray:
         ctx.dims = dims
-        return total(x, axis=dims, keepdims=keepdim)
+        return sum_over(x, axis=dims, keepdims=keepdim)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
