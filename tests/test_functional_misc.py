@@ -248,32 +248,42 @@ def test_cross_entropy_errors():
 @pytest.mark.parametrize("mode,pad", [
     ("reflect", (1, 1, 1, 1)), ("reflect", (3, 2, 0, 3)), ("reflect", (3, 3, 2, 1)),
     ("circular", (2, 4, 1, 0)), ("circular", (4, 4, 3, 3)), ("reflect", (3, 3, 0, 0)),
-    ("circular", (4, 4, 0, 0)), ("replicate", (3, 2, 1, 4)), ("replicate", (5, 3, 0, 0))])
+    ("circular", (4, 4, 0, 0)), ("replicate", (3, 2, 1, 4)), ("replicate", (5, 3, 0, 0)),
+    ("reflect", (1, 2, 0, 1, 2, 1)), ("circular", (2, 1, 3, 0, 1, 1)),
+    ("replicate", (2, 2, 1, 1, 3, 0))])
 def test_reflect_circular_replicate_pads_against_torch(mode, pad, channels_last):
     """Reflect, circular and replicate pads copy the borders (strided copies, in the
     input's layout) and add them back in the backward, dim by dim: the float32 output
     equals torch's bit for bit, and so does the input gradient of a pad along one dim (an
     element copied to both borders of a (4,)-long dim sums three gradients, an end
     element under replicate its whole border's, in torch's order); over two
-    dims the gradient is within 2x torch float32's error against float64 (torch sums a
+    or three dims the gradient is within 2x torch float32's error against float64 (torch sums a
     corner's four in one row-major pass, here by rows, then columns); second order
-    through the adjoint; a channels-last input gives a channels-last output; the
-    profiler shows one copy per padded dim each way."""
+    through the adjoint; a channels-last input gives a channels-last output and gradient; the
+    profiler shows one pad and one fold, whatever the number of padded dims; the
+    gradient handed in is left as it was."""
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 3, 4, 4)).astype(np.float32)
+    x = rng.standard_normal((2, 3, 4, 4) if len(pad) == 4 else (2, 3, 4, 5, 4)
+                            ).astype(np.float32)
     if channels_last:
-        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+        x = cg.tensor(x).contiguous(memory_format=cg.channels_last if x.ndim == 4
+                                    else cg.channels_last_3d).data
     cx = cg.tensor(x, requires_grad=True)
     tx = torch.tensor(np.ascontiguousarray(x), requires_grad=True)
     ty = TF.pad(tx, pad, mode=mode)
     g = rng.standard_normal(ty.shape).astype(np.float32)
     with cg.profile() as prof:
         y = F.pad(cx, pad, mode=mode)
-        (gx,) = cg.autograd.grad(y, cx, cg.tensor(g, requires_grad=True), create_graph=True)
-    dims = sum(p != (0, 0) for p in zip(pad[::2], pad[1::2]))
-    assert [e.name for e in prof.of("layout")] == [f"pad_{mode}"] * dims + [f"fold_{mode}"] * dims
+        cgt = cg.tensor(g)
+        if channels_last:  # the gradient in the layout of y, as a network hands it back
+            cgt = cgt.contiguous(memory_format=cg.channels_last if x.ndim == 4
+                                 else cg.channels_last_3d)
+        (gx,) = cg.autograd.grad(y, cx, cgt.requires_grad_(), create_graph=True)
+    assert [e.name for e in prof.of("layout")][-2:] == [f"pad_{mode}", f"fold_{mode}"]
+    np.testing.assert_array_equal(cgt.data, g)  # the gradient handed in is read, not written
     np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
     assert cg.ops.layouts.is_channels_last(y.data) == channels_last
+    assert cg.ops.layouts.is_channels_last(gx.data) == channels_last
     (tgx,) = torch.autograd.grad(ty, tx, torch.from_numpy(g))
     if pad[2:] == (0, 0):
         np.testing.assert_array_equal(gx.numpy(), tgx.numpy())

@@ -1,9 +1,10 @@
 """``F.pad`` with ``torch.nn.functional.pad``'s semantics, differentiable to any order.
 
 Negative pads crop first; the positive pads then come from the cropped tensor.  Constant
-padding is one op (``PadConstant``); reflect, circular and replicate one op per padded
-dim (``PadEdges``: strided copies of the borders), except on dask arrays and for a
-replicate pad that crops, which gather by source index.
+padding is one op (``PadConstant``); reflect, circular and replicate one op for every
+padded dim (``PadEdges``: the input copied into one output, then strided copies of each
+dim's borders), except on dask arrays and for a replicate pad that crops, which gather
+by source index, a dim at a time.
 """
 
 from __future__ import annotations
@@ -58,14 +59,14 @@ def pad(x: Any, pad: Sequence[int], mode: str = "constant", value: float = 0.0) 
                          f"shape {tuple(sizes)}; expected sizes >= 1 in the padded dims")
     if mode == "replicate":  # out[j] = x[clip(j - lo)]: a crop to nothing repeats the edge
         for d, ((lo, hi), n) in enumerate(zip(pairs, x.shape)):
-            if (lo, hi) == (0, 0):
-                continue
-            if n == 0:
+            if (lo, hi) != (0, 0) and n == 0:
                 raise ValueError(f"pad: pad={pad} in replicate mode needs a non-empty dim {d} "
                                  f"(input shape {x.shape})")
-            if lo >= 0 and hi >= 0 and not lazy.is_dask_array(x.data):
-                x = PadEdges.apply(x, mode=mode, dim=d, lo=lo, hi=hi)
-                continue
+        pads = tuple((d, lo, hi) for d, (lo, hi) in enumerate(pairs) if (lo, hi) != (0, 0))
+        if all(lo >= 0 and hi >= 0 for _, lo, hi in pads) and not lazy.is_dask_array(x.data):
+            return PadEdges.apply(x, mode=mode, pads=pads) if pads else x
+        for d, lo, hi in pads:
+            n = x.shape[d]
             idx = np.clip(np.arange(n + lo + hi) - lo, 0, n - 1)
             x = x[(slice(None),) * d + (idx,)]
         return x
@@ -77,14 +78,13 @@ def pad(x: Any, pad: Sequence[int], mode: str = "constant", value: float = 0.0) 
     if mode == "constant":
         return PadConstant.apply(x, widths=tuple(pairs), value=value)
     for d, ((lo, hi), n) in enumerate(zip(pairs, x.shape)):
-        if lo == hi == 0:
-            continue
         limit = {"reflect": n - 1, "circular": n}.get(mode, max(lo, hi))  # replicate: any
-        if n == 0 or max(lo, hi) > limit:
+        if (lo, hi) != (0, 0) and (n == 0 or max(lo, hi) > limit):
             raise ValueError(f"pad: pad={pad} in {mode} mode needs pads <= {limit} for dim {d} "
                              f"of size {n} (input shape {x.shape})")
-        if lazy.is_dask_array(x.data):  # (dask gathers lazily by index)
-            x = x[(slice(None),) * d + (_source_index(mode, n, lo, hi),)]
-        else:
-            x = PadEdges.apply(x, mode=mode, dim=d, lo=lo, hi=hi)
+    pads = tuple((d, lo, hi) for d, (lo, hi) in enumerate(pairs) if (lo, hi) != (0, 0))
+    if not lazy.is_dask_array(x.data):
+        return PadEdges.apply(x, mode=mode, pads=pads)
+    for d, lo, hi in pads:  # (dask gathers lazily by index)
+        x = x[(slice(None),) * d + (_source_index(mode, x.shape[d], lo, hi),)]
     return x
