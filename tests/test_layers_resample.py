@@ -160,6 +160,36 @@ def test_pixel_shuffle_and_unshuffle(shape, r, dtype):
     assert repr(nn.PixelUnshuffle(r)) == repr(torch.nn.PixelUnshuffle(r))
 
 
+@pytest.mark.parametrize("channels_last", [True, False])
+@pytest.mark.parametrize("r", [2, 3])
+def test_pixel_shuffle_is_one_copy_in_the_inputs_layout(r, channels_last):
+    """One copy each way (the profiler shows a pixel_shuffle forward and a
+    pixel_unshuffle as its backward); values and gradients are torch's, bit for bit (a
+    permutation); a channels-last input gives a channels-last output and input gradient;
+    second order through the inverse shuffle."""
+    x = RNG.standard_normal((2, 4 * r * r, 5, 3)).astype(np.float32)
+    g = RNG.standard_normal((2, 4, 5 * r, 3 * r)).astype(np.float32)
+    cx, cg_ = cg.tensor(x), cg.tensor(g)
+    if channels_last:
+        cx, cg_ = (t.contiguous(memory_format=cg.channels_last) for t in (cx, cg_))
+    cx.requires_grad_()
+    with cg.profile() as prof:
+        y = F.pixel_shuffle(cx, r)
+        (gx,) = cg.autograd.grad(y, cx, cg_.requires_grad_(), create_graph=True)
+    assert [e.name for e in prof.of("layout")] == ["pixel_shuffle", "pixel_unshuffle"]
+    tx = torch.tensor(x, requires_grad=True)
+    ty = TF.pixel_shuffle(tx, r)
+    ty.backward(torch.from_numpy(g))
+    np.testing.assert_array_equal(y.numpy(), ty.detach().numpy())
+    np.testing.assert_array_equal(gx.numpy(), tx.grad.numpy())
+    assert cg.ops.layouts.is_channels_last(y.data) == channels_last
+    assert cg.ops.layouts.is_channels_last(gx.data) == channels_last
+    # d<gx, v>/dg = pixel_shuffle(v): the adjoint of the adjoint
+    v = RNG.standard_normal(x.shape).astype(np.float32)
+    (dg,) = cg.autograd.grad((gx * cg.tensor(v)).sum(), cg_)
+    np.testing.assert_array_equal(dg.numpy(), TF.pixel_shuffle(torch.from_numpy(v), r).numpy())
+
+
 @pytest.mark.parametrize("call,pattern", [
     (lambda: F.interpolate(cg.randn(1, 1, 4, 4), size=3, mode="bogus"), "mode='bogus'"),
     (lambda: F.interpolate(cg.randn(1, 1, 4, 4)), "exactly one"),

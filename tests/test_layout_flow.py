@@ -219,3 +219,44 @@ def test_the_profiler_sees_a_concatenation_and_the_gradient_sums():
         (ty * ty).sum().backward()
         grads[dtype] = tx.grad.numpy()
     _within_torch(cx.grad.data, grads[torch.float32], grads[torch.float64])
+
+
+@pytest.mark.parametrize("shape, fmt", [((4, 16, 40, 40), "channels_last"),
+                                        ((2, 8, 6, 40, 40), "channels_last_3d"),
+                                        ((1, 64, 33, 35), "channels_last")])
+def test_layout_conversions_copy_on_onednn_bit_for_bit(shape, fmt):
+    """``contiguous(memory_format)`` both ways: one ``layout`` event each, oneDNN's
+    reorder where it is available (float32 above the copy threshold), the values
+    unchanged bit for bit, the memory as asked; the gradient passes through."""
+    x = RNG.standard_normal(shape).astype(np.float32)
+    assert x.size >= layouts.COPY_MIN_SIZE
+    want = "onednn" if onednn_available() else "numpy"
+    t = cg.tensor(x, requires_grad=True)
+    with cg.profile() as prof:
+        c = t.contiguous(memory_format=getattr(cg, fmt))
+        back = c.contiguous()
+    assert [(e.name, e.algorithm) for e in prof.of("layout")] == [
+        ("to_channels_last", want), ("to_contiguous", want)]
+    assert layouts.is_channels_last(c.data) and back.data.flags.c_contiguous
+    np.testing.assert_array_equal(c.data, x)
+    np.testing.assert_array_equal(back.data, x)
+    back.backward(cg.tensor(x))
+    np.testing.assert_array_equal(t.grad.data, x)
+
+
+def test_copies_oneDNN_cannot_take_run_in_numpy():
+    """A broadcast source (zero strides), float64, a small array and a negative stride
+    are copied by NumPy, each exactly."""
+    big = RNG.standard_normal((4, 16, 40, 40)).astype(np.float32)
+    cases = [np.broadcast_to(big[:, :, :1], big.shape), big.astype(np.float64),
+             big[:1, :1], big[:, :, ::-1]]
+    for src in cases:
+        dst = np.empty(src.shape, src.dtype)
+        assert layouts.copy(dst, src) == "numpy"
+        np.testing.assert_array_equal(dst, src)
+    # a channel slice of a channels-last array (positive strides): oneDNN reads it in place
+    full = _cl((4, 32, 40, 40))
+    part = full[:, 3:27]
+    dst = np.empty(part.shape, np.float32)
+    assert layouts.copy(dst, part) == ("onednn" if onednn_available() else "numpy")
+    np.testing.assert_array_equal(dst, part)

@@ -164,6 +164,7 @@ SAMPLES = {
     MM.Extremum: (lambda a, b: MM.Extremum.apply(a, b, larger=True), [arr(2, 3), arr(2, 3)]),
     S.PadEdges: (lambda a: S.PadEdges.apply(a, mode="reflect", pads=((1, 2, 1),)),
                  [arr(2, 4)]),
+    S.PixelShuffle: (lambda a: S.PixelShuffle.apply(a, r=2, up=True), [arr(1, 8, 2, 3)]),
     S.FoldEdges: (lambda a: S.FoldEdges.apply(a, mode="replicate", pads=((1, 2, 1),),
                                                    shape=(2, 4)),
                   [arr(2, 7)]),

@@ -1,11 +1,13 @@
-"""``pixel_shuffle`` and ``pixel_unshuffle``: channels to space and back (pure movement)."""
+"""``pixel_shuffle`` and ``pixel_unshuffle``: channels to space and back (pure movement,
+one copy: :class:`~convgrad.tensor.shape.PixelShuffle`)."""
 
 from __future__ import annotations
 
 from numbers import Integral
 from typing import Any
 
-from ..tensor import Tensor, as_tensor
+from ..tensor import Tensor, as_tensor, lazy
+from ..tensor.shape import PixelShuffle
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle"]
 
@@ -25,7 +27,9 @@ def pixel_shuffle(input: Any, upscale_factor: int) -> Tensor:
     if x.ndim < 3 or x.shape[-3] % (r * r):
         raise ValueError(f"{fn}: input of shape {x.shape} must be (*, C, H, W) with C "
                          f"divisible by upscale_factor**2={r * r}")
-    *lead, c, h, w = x.shape
+    if not lazy.is_dask_array(x.data):
+        return PixelShuffle.apply(x, r=r, up=True)
+    *lead, c, h, w = x.shape  # dask: lazy reshapes and a permute
     k = len(lead)
     y = x.reshape(*lead, c // (r * r), r, r, h, w)
     y = y.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
@@ -40,7 +44,9 @@ def pixel_unshuffle(input: Any, downscale_factor: int) -> Tensor:
     if x.ndim < 3 or x.shape[-2] % r or x.shape[-1] % r:
         raise ValueError(f"{fn}: input of shape {x.shape} must be (*, C, H, W) with H and W "
                          f"divisible by downscale_factor={r}")
-    *lead, c, h, w = x.shape
+    if not lazy.is_dask_array(x.data):
+        return PixelShuffle.apply(x, r=r, up=False)
+    *lead, c, h, w = x.shape  # dask: lazy reshapes and a permute
     k = len(lead)
     y = x.reshape(*lead, c, h // r, r, w // r, r)
     y = y.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)

@@ -297,8 +297,9 @@ def _dense(a: np.ndarray) -> np.ndarray | None:
     if a.nbytes > get_workspace_limit():
         return None
     with layouts.LAYOUT.record("copy", a.shape) as rec:
-        rec.algorithm = "numpy"
-        return np.ascontiguousarray(a)
+        out = np.empty(a.shape, a.dtype)
+        rec.algorithm = layouts.copy(out, a)
+        return out
 
 
 # One channel per group (the windows of SSIM and MS-SSIM), at most this many groups: the

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import eltwise_loops, jit, onednn
+from . import eltwise_loops, jit, layouts, onednn
 from .layouts import LAYOUT, is_dense
 from .onednn import eltwise as _dnnl
 from .onednn._plan import _normalized
@@ -204,9 +204,8 @@ def bce_with_logits(x: Any, t: Any, reference: Callable[[], Any]) -> Any:
         rec.algorithm = "numpy:float64"
         if t.strides != x.strides:  # (an NCHW mask for channels-last logits): one copy
             with LAYOUT.record("copy", t.shape) as copy:
-                copy.algorithm = "numpy"
                 laid = np.empty_like(x)
-                np.copyto(laid, t)
+                copy.algorithm = layouts.copy(laid, t)
                 t = laid
         return _float64_pass(x, (t,), lambda d, u: (
             np.maximum(d, 0.0) - d * u + _log1p_exp_neg_abs(d)))
@@ -234,9 +233,8 @@ def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
                 # one copy into x's layout (a gradient from a pass that wrote NCHW, a
                 # broadcast): ~0.1 ms on (8, 16, 64, 64), where NumPy's passes took 2 ms
                 with LAYOUT.record("copy", g.shape) as copy:
-                    copy.algorithm = "numpy"
                     staged = np.empty_like(x)
-                    np.copyto(staged, g)
+                    copy.algorithm = layouts.copy(staged, g)
                     g = staged
             if (name in ("leaky_relu", "relu") and ELTWISE.pinned() in (None, "numba")
                     and eltwise_loops.loops() is not None):

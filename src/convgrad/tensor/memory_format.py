@@ -85,10 +85,10 @@ class ToMemoryFormat(Function):
 
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, channels_last: bool) -> np.ndarray:
-        if not channels_last:
-            return np.ascontiguousarray(x)
-        out = layouts.empty(x.shape, channels_last=True, dtype=x.dtype)
-        out[...] = x
+        with layouts.LAYOUT.record("to_channels_last" if channels_last else "to_contiguous",
+                                   x.shape) as rec:
+            out = layouts.empty(x.shape, channels_last=channels_last, dtype=x.dtype)
+            rec.algorithm = layouts.copy(out, x)
         return out
 
     @staticmethod
