@@ -15,8 +15,8 @@ import convgrad as cg
 import convgrad.functional as F
 from convgrad.ops import jit, onednn_available, prefer
 from convgrad.ops.eltwise import MIN_BINARY_SIZE, MIN_PIECEWISE_SIZE
-from convgrad.ops.layouts import COPY_MIN_SIZE
 from convgrad.ops.layouts import empty, is_channels_last
+from convgrad.ops.relayout import COPY_MIN_SIZE
 
 needs_onednn = pytest.mark.skipif(not onednn_available(), reason="oneDNN unavailable")
 ROUNDING = 2.0 ** -23

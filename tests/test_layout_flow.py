@@ -9,7 +9,7 @@ import pytest
 import convgrad as cg
 import convgrad.functional as F
 from convgrad import nn
-from convgrad.ops import layouts, onednn_available, parallel, reduction, reduction_loops
+from convgrad.ops import layouts, onednn_available, parallel, reduction, reduction_loops, relayout
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -229,7 +229,7 @@ def test_layout_conversions_copy_on_onednn_bit_for_bit(shape, fmt):
     reorder where it is available (float32 above the copy threshold), the values
     unchanged bit for bit, the memory as asked; the gradient passes through."""
     x = RNG.standard_normal(shape).astype(np.float32)
-    assert x.size >= layouts.COPY_MIN_SIZE
+    assert x.size >= relayout.COPY_MIN_SIZE
     want = "onednn" if onednn_available() else "numpy"
     t = cg.tensor(x, requires_grad=True)
     with cg.profile() as prof:
@@ -252,11 +252,11 @@ def test_copies_oneDNN_cannot_take_run_in_numpy():
              big[:1, :1], big[:, :, ::-1]]
     for src in cases:
         dst = np.empty(src.shape, src.dtype)
-        assert layouts.copy(dst, src) == "numpy"
+        assert relayout.copy(dst, src) == "numpy"
         np.testing.assert_array_equal(dst, src)
     # a channel slice of a channels-last array (positive strides): oneDNN reads it in place
     full = _cl((4, 32, 40, 40))
     part = full[:, 3:27]
     dst = np.empty(part.shape, np.float32)
-    assert layouts.copy(dst, part) == ("onednn" if onednn_available() else "numpy")
+    assert relayout.copy(dst, part) == ("onednn" if onednn_available() else "numpy")
     np.testing.assert_array_equal(dst, part)

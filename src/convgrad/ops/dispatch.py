@@ -31,7 +31,7 @@ from math import prod
 
 import numpy as np
 
-from . import direct, jit, layouts, onednn, winograd
+from . import direct, jit, layouts, onednn, relayout, winograd
 from . import fft as fft_mod
 from .im2col import im2col_conv
 from .lowering import Lowered, lower
@@ -298,7 +298,7 @@ def _dense(a: np.ndarray) -> np.ndarray | None:
         return None
     with layouts.LAYOUT.record("copy", a.shape) as rec:
         out = np.empty(a.shape, a.dtype)
-        rec.algorithm = layouts.copy(out, a)
+        rec.algorithm = relayout.copy(out, a)
         return out
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from . import eltwise_loops, jit, layouts, onednn
+from . import eltwise_loops, jit, onednn, relayout
 from .layouts import LAYOUT, is_dense
 from .onednn import eltwise as _dnnl
 from .onednn._plan import _normalized
@@ -205,7 +205,7 @@ def bce_with_logits(x: Any, t: Any, reference: Callable[[], Any]) -> Any:
         if t.strides != x.strides:  # (an NCHW mask for channels-last logits): one copy
             with LAYOUT.record("copy", t.shape) as copy:
                 laid = np.empty_like(x)
-                copy.algorithm = layouts.copy(laid, t)
+                copy.algorithm = relayout.copy(laid, t)
                 t = laid
         return _float64_pass(x, (t,), lambda d, u: (
             np.maximum(d, 0.0) - d * u + _log1p_exp_neg_abs(d)))
@@ -234,7 +234,7 @@ def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
                 # broadcast): ~0.1 ms on (8, 16, 64, 64), where NumPy's passes took 2 ms
                 with LAYOUT.record("copy", g.shape) as copy:
                     staged = np.empty_like(x)
-                    copy.algorithm = layouts.copy(staged, g)
+                    copy.algorithm = relayout.copy(staged, g)
                     g = staged
             if (name in ("leaky_relu", "relu") and ELTWISE.pinned() in (None, "numba")
                     and eltwise_loops.loops() is not None):

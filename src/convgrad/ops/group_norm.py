@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import jit, layouts, parallel, reduction
+from . import jit, layouts, parallel, reduction, relayout
 from .group_loops import loops
 from .normalization import NORM
 
@@ -117,7 +117,8 @@ def group_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
         view, nsc, tile, r = _geometry(x)
         if g.dtype != _F32 or g.strides != x.strides:
             staged = layouts.empty(x.shape, nsc, x.dtype)
-            np.copyto(staged, g)
+            with layouts.LAYOUT.record("copy", g.shape) as copy:
+                copy.algorithm = relayout.copy(staged, g)
             g = staged
         gx = layouts.empty(x.shape, nsc, x.dtype) if need[0] else x
         gw, gb = np.empty(c), np.empty(c)

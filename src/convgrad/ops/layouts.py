@@ -16,17 +16,13 @@ import numpy as np
 
 from .registry import family
 
-__all__ = ["ALIGNMENT", "COPY_MIN_SIZE", "LAYOUT", "axis_view", "channels_last_strides",
-           "concatenate", "copy", "dense_channels_last", "empty", "is_aligned",
-           "is_channels_last", "is_dense", "memory_order"]
+__all__ = ["ALIGNMENT", "LAYOUT", "axis_view", "channels_last_strides", "concatenate",
+           "dense_channels_last", "empty", "is_aligned", "is_channels_last", "is_dense",
+           "memory_order", "strides_like"]
 
 #: conversions between layouts: ``onednn`` (a reorder: a step of a oneDNN plan, or
-#: :func:`copy`), ``numpy`` (a copy)
+#: :func:`.relayout.copy`), ``numpy`` (a copy)
 LAYOUT = family("layout", ("onednn", "numpy"))
-
-#: float32 elements from which :func:`copy` runs oneDNN's reorder: a call costs ~15 us,
-#: what NumPy takes to copy 64K elements in their order
-COPY_MIN_SIZE = 1 << 16
 
 #: bytes: the alignment of oneDNN's arena buffers and of :func:`empty` on request,
 #: oneDNN's assumption for the arrays it writes: its resampling kernel stores a large
@@ -85,6 +81,18 @@ def channels_last_strides(shape: tuple) -> tuple[int, ...]:
     return tuple(out)
 
 
+def strides_like(x: np.ndarray, shape: tuple) -> tuple:
+    """Element strides of a dense array of ``shape`` in ``x``'s layout (channels-last, or
+    else C order)."""
+    if is_channels_last(x):
+        return channels_last_strides(shape)
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
+
+
 def empty(shape: tuple, channels_last: bool = False, dtype=np.float32,
           aligned: bool = False) -> np.ndarray:
     """An uninitialised (N, C, *spatial) array, channels-last in memory if asked, its
@@ -133,31 +141,6 @@ def axis_view(a: np.ndarray, axis: int, order: list[int] | None = None
     outer = int(np.prod(t.shape[:i], dtype=np.int64))
     return t.reshape(outer, a.shape[axis], int(np.prod(t.shape[i + 1:], dtype=np.int64)))
 
-
-
-def copy(dst: np.ndarray, src: np.ndarray) -> str:
-    """``dst[...] = src`` (one shape, any strides), and the algorithm that ran: oneDNN's
-    reorder (every thread, at memory speed, whatever the two layouts) for large float32
-    arrays with positive strides, else NumPy's copy, which loops over ``dst``'s innermost
-    dim however short: NCHW to channels-last of (16, 64, 64, 64) took 12.6 ms so, 2.7 ms
-    in oneDNN; a pixel unshuffle by 2 (an inner dim of 2) 15.7 ms and 1.4.  The caller
-    records the event (its name says what the copy is for)."""
-    if (src.dtype == dst.dtype == np.float32 and src.size >= COPY_MIN_SIZE
-            and LAYOUT.pinned() != "numpy"):
-        keep = [d for d in range(src.ndim) if src.shape[d] > 1]  # size-1 dims: no stride
-        s, t = src.strides, dst.strides
-        if all(s[d] > 0 and t[d] > 0 and not s[d] % 4 and not t[d] % 4 for d in keep):
-            from .onednn import copy as onednn_copy  # (onednn imports this module)
-            from .parallel import num_threads
-
-            plan = onednn_copy.plan(tuple(src.shape[d] for d in keep),
-                                    (tuple(s[d] // 4 for d in keep),
-                                     tuple(t[d] // 4 for d in keep)), num_threads())
-            if plan is not None:
-                plan.run(src, dst)
-                return "onednn"
-    np.copyto(dst, src)
-    return "numpy"
 
 
 def concatenate(parts: list, axis: int):

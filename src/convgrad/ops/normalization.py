@@ -29,7 +29,7 @@ from math import prod
 
 import numpy as np
 
-from . import jit, layouts, parallel, reduction
+from . import jit, layouts, parallel, reduction, relayout
 from .norm_loops import loops
 from .onednn import _library as L
 from .onednn.norm import NormPlan, batch_norm_plan
@@ -451,9 +451,7 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
             rec.algorithm = plan.name
             cl = plan.channels_last
             if _channels_last(g) is not cl or g.dtype != _F32:  # to x's layout
-                staged = layouts.empty(x.shape, cl, x.dtype)
-                np.copyto(staged, g)
-                g = staged
+                g = relayout.laid_out(g, x)
             arrays = {"src": x, "diff_dst": g, "diff_src": layouts.empty(x.shape, cl, x.dtype),
                       "mean": mean, "var": var, "scale": weight, "ws": relu_mask}
             c = x.shape[1]
@@ -488,7 +486,7 @@ def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, nee
     try:
         chunks.view(g)
     except ValueError:  # another layout: g copied into x's
-        g = _like(x, g)
+        g = relayout.laid_out(g, x)
     inv = _inv(var, eps)
     gx = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype) if need[0] else None
     lp = chunks.loops
@@ -546,7 +544,7 @@ def _looped_backward(chunks: _Chunks, lp: dict, g, x, hi, lo, inv, weight, bias,
     s = inv if weight is None else inv * weight
     t = np.zeros(x.shape[1]) if bias is None else bias.astype(np.float64)
     if not chunks.view(g).flags.c_contiguous:  # the loops index x's memory order
-        g = _like(x, g)
+        g = relayout.laid_out(g, x)
     out = chunks.loop(lp["sums_" + kind], x, g, args=(hi, m, s, t, relu), out=(2, chunks.width),
                       scratch=0 if chunks.rows else chunks.span)
     gb, gd = chunks.combine([o[:, :b[3] - b[2]] for b, o in zip(chunks.bounds, out)])
@@ -559,13 +557,6 @@ def _looped_backward(chunks: _Chunks, lp: dict, g, x, hi, lo, inv, weight, bias,
         chunks.loop(lp["grad_" + kind], x, g, gx, args=(hi, k, b, a, m, s, t, relu))
     gw, gb = gw.astype(x.dtype), gb.astype(x.dtype)
     return gx, (gw if need[1] else None), (gb if need[2] else None)
-
-
-def _like(x: np.ndarray, a: np.ndarray) -> np.ndarray:
-    """``a`` copied into an array of x's layout and dtype."""
-    out = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype)
-    np.copyto(out, a)
-    return out
 
 
 def _reference_backward(g, x, mean, lo, var, weight, bias, eps, need, relu) -> tuple:
@@ -626,7 +617,7 @@ def channel_affine_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray | N
     the channels (float64 sums, one pass, with ``numba``)."""
     chunks = _affine_chunks(x, weight, None)
     if chunks is not None and (g.dtype != x.dtype or chunks.view_or_none(g) is None):
-        g = _like(x, g)  # x's layout and dtype: one copy, the pass still fused
+        g = relayout.laid_out(g, x)  # x's layout and dtype: one copy, the pass still fused
     dims = (0, *range(2, x.ndim))
     with NORM.record("channel_affine_backward", x.shape) as rec:
         if chunks is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import jit, layouts, parallel, pool_loops, reduction
+from . import jit, layouts, parallel, pool_loops, reduction, relayout
 from .onednn import pool as onednn_pool
 from .registry import family
 
@@ -53,23 +53,12 @@ def choose(kind: str, x: np.ndarray, y_shape: tuple, window: tuple,
     elif include_pad and any(h > p for h, p in zip(hi, lo)):
         return "numpy"
     plan = onednn_pool.pool_plan(f"{kind}_forward", (x.shape, _strides(x)),
-                                 (y_shape, _strides_like(x, y_shape)), window, include_pad)
+                                 (y_shape, layouts.strides_like(x, y_shape)), window, include_pad)
     return "onednn" if not isinstance(plan, str) else "numpy"
 
 
 def _strides(a: np.ndarray) -> tuple:
     return tuple(s // a.itemsize for s in a.strides)
-
-
-def _strides_like(x: np.ndarray, shape: tuple) -> tuple:
-    """Element strides of an array of ``shape`` in ``x``'s layout."""
-    if layouts.is_channels_last(x):
-        return layouts.channels_last_strides(shape)
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return tuple(reversed(out))
 
 
 def _like(x: np.ndarray, shape: tuple) -> np.ndarray:
@@ -101,7 +90,7 @@ def max_pool_backward(gy: np.ndarray, ws: np.ndarray, x_shape: tuple, window: tu
     """oneDNN: each output gradient added to its window's maximum (the forward's ``ws``);
     ``gx`` in ``like``'s layout (the forward's input)."""
     gx = _like(like, x_shape)
-    gy = _as_layout(gy, like)
+    gy = relayout.laid_out(gy, like)
     with POOL.record("max_pool_backward", gy.shape, x_shape) as rec:
         plan = _plan("max_backward", gx, gy, window)
         rec.algorithm = plan.name
@@ -113,7 +102,7 @@ def max_pool_indices(ws: np.ndarray, x_shape: tuple, y_shape: tuple, window: tup
                      like: np.ndarray) -> np.ndarray:
     """torch's indices (flat within each (N, C) plane of the input) of the maxima that the
     forward on ``like``'s layout recorded in ``ws``."""
-    y_strides = _strides_like(like, y_shape)
+    y_strides = layouts.strides_like(like, y_shape)
     fwd = _plan("max_forward", (x_shape, _strides(like)), (y_shape, y_strides), window)
     taps = onednn_pool.workspace_taps(fwd, ws, y_shape, y_strides)
     k, s, d, lo, _ = window
@@ -144,7 +133,7 @@ def avg_pool_backward(gy: np.ndarray, x_shape: tuple, window: tuple, include_pad
                       like: np.ndarray) -> np.ndarray:
     """oneDNN: the adjoint of :func:`avg_pool_forward`, ``gx`` in ``like``'s layout."""
     gx = _like(like, x_shape)
-    gy = _as_layout(gy, like)
+    gy = relayout.laid_out(gy, like)
     with POOL.record("avg_pool_backward", gy.shape, x_shape) as rec:
         plan = _plan("avg_backward", gx, gy, window, include_pad)
         rec.algorithm = plan.name
@@ -156,16 +145,6 @@ def _dense(a: np.ndarray) -> np.ndarray:
     """``a`` itself when oneDNN can read it, else a C-contiguous float32 copy (a gradient
     of a gradient may arrive in any layout)."""
     return a if onednn_pool.layout_of(a) is not None else np.ascontiguousarray(a, np.float32)
-
-
-def _as_layout(a: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """``a`` as float32 in ``like``'s dense layout (a copy only when it is not)."""
-    cl = layouts.is_channels_last(like)
-    if a.dtype == np.float32 and (layouts.is_channels_last(a) if cl else a.flags.c_contiguous):
-        return a
-    out = layouts.empty(a.shape, channels_last=cl)
-    np.copyto(out, a, casting="same_kind")
-    return out
 
 
 def adaptive_bounds(n: int, m: int) -> tuple[np.ndarray, np.ndarray]:

@@ -15,9 +15,9 @@ times the block, through BLAS) and the block sums in float64: faster than NumPy'
 float32 sum and more accurate than torch's (1.2e-7 against 1.7e-7 relative, NumPy's
 float32 4.2e-6).  Any other layout accumulates in float64 (exact to the final rounding
 for any realistic n; the sum over (H, W) of a channels-last (16, 64, 64, 64) array took
-4.1 ms so, 0.3 ms in the compiled pass, torch 0.15 ms).  Every sum of the library (Tensor sums and means,
-normalisation statistics and their backward terms, bias gradients, softmax) goes
-through here.  Measured on an AMD EPYC, 2 cores.
+4.1 ms so, 0.3 ms in the compiled pass, torch 0.15 ms).  Every sum of the library
+(Tensor sums and means, normalisation statistics and their backward terms, bias
+gradients, softmax) goes through here.  Measured on an AMD EPYC, 2 cores.
 
 Large sums run on the thread pool (:mod:`.parallel`), each thread summing a range of
 the kept positions (channels, say) with the same algorithm: every output is summed as

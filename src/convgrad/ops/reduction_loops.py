@@ -5,9 +5,9 @@ pass on every core.
 
 The rows of each matrix are cut into parts of :data:`PART_ROWS`, fixed, each part's
 float64 sums into its own row of the output, which the caller adds in order: the result
-does not depend on the thread count.  Column sums of a (16384, 64) float32 matrix (a bias gradient of a
-channels-last (16, 64, 32, 32) gradient) took 0.24 ms through BLAS block products on the
-pool, 0.10 ms here (32 columns: 0.22 and 0.10; 128: 0.17 and 0.08).
+does not depend on the thread count.  Column sums of a (16384, 64) float32 matrix (a bias
+gradient of a channels-last (16, 64, 32, 32) gradient) took 0.24 ms through BLAS block
+products on the pool, 0.10 ms here (32 columns: 0.22 and 0.10; 128: 0.17 and 0.08).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import jit, layouts, parallel, reduction
+from . import jit, layouts, parallel, reduction, relayout
 from .onednn import resample as onednn_resample
 from .registry import family
 from .resample_loops import loops
@@ -35,14 +35,8 @@ RESAMPLE = family("resample", ("onednn", "numba", "dense", "numpy"))
 DENSE_MAX_IN = 64
 
 
-def _strides_like(x: np.ndarray, shape: tuple) -> tuple:
-    if layouts.is_channels_last(x):
-        return layouts.channels_last_strides(shape)
-    return tuple(int(np.prod(shape[d + 1:])) for d in range(len(shape)))
-
-
 def _pair(x: np.ndarray, shape: tuple) -> tuple:
-    return shape, _strides_like(x, shape)
+    return shape, layouts.strides_like(x, shape)
 
 
 def choose(mode: str, x: np.ndarray, out: tuple, scales: tuple,
@@ -85,20 +79,10 @@ def _plan(pass_name: str, mode: str, like: np.ndarray, x_shape: tuple, y_shape: 
     return plan
 
 
-def _in_layout(a: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """``a`` as float32 in ``like``'s dense layout (a copy only when it is not)."""
-    cl = layouts.is_channels_last(like)
-    if a.dtype == np.float32 and (layouts.is_channels_last(a) if cl else a.flags.c_contiguous):
-        return a
-    out = layouts.empty(a.shape, channels_last=cl)
-    np.copyto(out, a, casting="same_kind")
-    return out
-
-
 def resample_forward(x: np.ndarray, y_shape: tuple, mode: str, like: np.ndarray
                      ) -> np.ndarray:
     """oneDNN: x resampled to ``y_shape``, in ``like``'s layout."""
-    x = _in_layout(x, like)
+    x = relayout.laid_out(x, like)
     # aligned: oneDNN may write it with non-temporal stores (see layouts.ALIGNMENT)
     y = layouts.empty(y_shape, channels_last=layouts.is_channels_last(like), aligned=True)
     with RESAMPLE.record(f"{mode}_forward", x.shape, y_shape) as rec:
@@ -132,7 +116,7 @@ def resample_backward(gy: np.ndarray, x_shape: tuple, mode: str, like: np.ndarra
         compiled = gy.dtype == np.float32 and RESAMPLE.pinned() in (None, "numba") and loops()
         rec.algorithm = "numba" if compiled else "numpy:phases"
         adjoint = _compiled_adjoint_axis if compiled else _linear_adjoint_axis
-        g = _in_layout(gy, like) if compiled else gy  # the loop reads like's dense layout
+        g = relayout.laid_out(gy, like) if compiled else gy  # the loop reads like's dense layout
         for a in range(len(x_shape) - 2):
             shape = (*x_shape[:2 + a + 1], *g.shape[2 + a + 1:])
             out = gx if a == len(x_shape) - 3 else layouts.empty(

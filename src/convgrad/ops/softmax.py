@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from . import jit, layouts, softmax_loops
+from . import jit, relayout, softmax_loops
 from .layouts import LAYOUT, axis_view
 from .parallel import num_threads, run_chunks
 from .reduction import PARALLEL_MIN_SIZE
@@ -144,7 +144,7 @@ def backward(g: Any, y: Any, axis: int, log: bool, reference: Callable[[], Any])
             if g.strides != y.strides:  # one copy into y's layout (a broadcast gradient)
                 with LAYOUT.record("copy", g.shape) as copy:
                     staged = np.empty_like(y)
-                    copy.algorithm = layouts.copy(staged, g)
+                    copy.algorithm = relayout.copy(staged, g)
                     g = staged
             out = _backward_loops(g, y, axis, log)
             if out is not None:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function
-from ..ops import layouts
+from ..ops import layouts, relayout
 
 __all__ = ["memory_format", "contiguous_format", "channels_last", "channels_last_3d",
            "preserve_format", "is_in_format", "ToMemoryFormat", "check_format", "check_rank"]
@@ -88,7 +88,7 @@ class ToMemoryFormat(Function):
         with layouts.LAYOUT.record("to_channels_last" if channels_last else "to_contiguous",
                                    x.shape) as rec:
             out = layouts.empty(x.shape, channels_last=channels_last, dtype=x.dtype)
-            rec.algorithm = layouts.copy(out, x)
+            rec.algorithm = relayout.copy(out, x)
         return out
 
     @staticmethod

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function
-from ..ops import layouts
+from ..ops import layouts, relayout
 from . import lazy
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
@@ -200,7 +200,7 @@ class PadEdges(Function):
         with layouts.LAYOUT.record(f"pad_{mode}", x.shape, tuple(shape)) as rec:
             out = layouts.empty(tuple(shape), channels_last=layouts.is_channels_last(x),
                                 dtype=x.dtype)
-            rec.algorithm = layouts.copy(out[tuple(inner)], x)
+            rec.algorithm = relayout.copy(out[tuple(inner)], x)
             for d, lo, hi in pads:  # the dims after d still at their inner block
                 n = x.shape[d]
                 inner[d] = slice(None)
@@ -248,7 +248,7 @@ class FoldEdges(Function):
             if not fresh:
                 return g
             out = layouts.empty(g.shape, channels_last=channels_last, dtype=g.dtype)
-            algorithm = layouts.copy(out, g)
+            algorithm = relayout.copy(out, g)
             if out.size == np.prod(shape):  # the inner block
                 rec.algorithm = algorithm
             return out
@@ -286,7 +286,7 @@ class FoldEdges(Function):
 class PixelShuffle(Function):
     """Channels to space (``up``: ``(*, C r^2, H, W) -> (*, C, H r, W r)``, each group of
     ``r^2`` channels an ``r x r`` block of pixels) or back, in one copy between two 6-d
-    views (:func:`~convgrad.ops.layouts.copy`).  A channels-last input gives a
+    views (:func:`~convgrad.ops.relayout.copy`).  A channels-last input gives a
     channels-last output (the channels of a pixel stay together).  (As a reshape,
     permute and reshape of the Tensor, a channels-last (16, 64, 64, 64) took 19-22 ms
     forward and backward, its output NCHW; torch 7.)"""
@@ -323,7 +323,7 @@ class PixelShuffle(Function):
                     src = x.reshape(*lead, c, h // r, r, w // r, r).transpose(
                         *lead_axes, k, k + 2, k + 4, k + 1, k + 3)
                 dst = out.reshape(src.shape)
-            rec.algorithm = layouts.copy(dst, src)
+            rec.algorithm = relayout.copy(dst, src)
         return out
 
     @staticmethod
