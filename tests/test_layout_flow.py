@@ -260,3 +260,25 @@ def test_copies_oneDNN_cannot_take_run_in_numpy():
     dst = np.empty(part.shape, np.float32)
     assert relayout.copy(dst, part) == ("onednn" if onednn_available() else "numpy")
     np.testing.assert_array_equal(dst, part)
+
+
+@pytest.mark.parametrize("shape, dim", [((2, 16, 8, 24, 24), 1), ((4, 24, 32, 32), 1),
+                                        ((4, 24, 32, 32), 2)])
+def test_a_large_float32_concatenation_copies_each_part_on_onednn(shape, dim):
+    """Parts of one layout (channels-last here) each copied into its slice of a
+    channels-last output: oneDNN's reorder where available (the profiler says so), the
+    values torch's ``cat`` bit for bit, each part's gradient its slice."""
+    a, b = _cl(shape), _cl(shape)
+    ca, cb = cg.tensor(a, requires_grad=True), cg.tensor(b, requires_grad=True)
+    with cg.profile() as prof:
+        y = cg.cat([ca, cb], dim=dim)
+    assert [(e.name, e.algorithm) for e in prof.of("layout")] == [
+        ("concatenate", "onednn" if onednn_available() else "numpy")]
+    assert layouts.is_channels_last(y.data)
+    np.testing.assert_array_equal(y.data, torch.cat([torch.from_numpy(a),
+                                                     torch.from_numpy(b)], dim).numpy())
+    g = _cl(y.shape)
+    y.backward(cg.tensor(g))
+    n = shape[dim]
+    np.testing.assert_array_equal(ca.grad.data, np.take(g, np.arange(n), axis=dim))
+    np.testing.assert_array_equal(cb.grad.data, np.take(g, np.arange(n, 2 * n), axis=dim))

@@ -16,8 +16,7 @@ import numpy as np
 
 from .registry import family
 
-__all__ = ["ALIGNMENT", "LAYOUT", "axis_view", "channels_last_strides", "concatenate",
-           "dense_channels_last", "empty", "is_aligned", "is_channels_last", "is_dense",
+__all__ = ["ALIGNMENT", "LAYOUT", "axis_view", "channels_last_strides", "dense_channels_last", "empty", "is_aligned", "is_channels_last", "is_dense",
            "memory_order", "strides_like"]
 
 #: conversions between layouts: ``onednn`` (a reorder: a step of a oneDNN plan, or
@@ -140,14 +139,3 @@ def axis_view(a: np.ndarray, axis: int, order: list[int] | None = None
     i = order.index(axis)
     outer = int(np.prod(t.shape[:i], dtype=np.int64))
     return t.reshape(outer, a.shape[axis], int(np.prod(t.shape[i + 1:], dtype=np.int64)))
-
-
-
-def concatenate(parts: list, axis: int):
-    """``np.concatenate(parts, axis)`` (in the parts' layout: NumPy keeps channels-last),
-    one ``layout`` event.  Cutting it over the thread pool was measured and not taken:
-    two channels-last (2, 16, 64, 64, 64) parts along C took 7.4 ms as one call, 6.3 ms
-    in four slabs per part on 2 threads (the copy is bound by memory)."""
-    with LAYOUT.record("concatenate", *(tuple(getattr(p, "shape", ())) for p in parts)) as rec:
-        rec.algorithm = "numpy"
-        return np.concatenate(parts, axis=axis)

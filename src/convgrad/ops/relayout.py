@@ -15,7 +15,7 @@ from . import layouts
 from .onednn import copy as onednn_copy
 from .parallel import num_threads
 
-__all__ = ["COPY_MIN_SIZE", "copy", "laid_out"]
+__all__ = ["COPY_MIN_SIZE", "concatenate", "copy", "laid_out"]
 
 #: float32 elements from which :func:`copy` runs oneDNN's reorder: a call costs ~15 us,
 #: what NumPy takes to copy 64K elements in their order
@@ -31,17 +31,35 @@ def copy(dst: np.ndarray, src: np.ndarray) -> str:
     records the event (its name says what the copy is for)."""
     if (src.dtype == dst.dtype == np.float32 and src.size >= COPY_MIN_SIZE
             and layouts.LAYOUT.pinned() != "numpy"):
-        keep = [d for d in range(src.ndim) if src.shape[d] > 1]  # size-1 dims: no stride
-        s, t = src.strides, dst.strides
-        if all(s[d] > 0 and t[d] > 0 and not s[d] % 4 and not t[d] % 4 for d in keep):
-            plan = onednn_copy.plan(tuple(src.shape[d] for d in keep),
-                                    (tuple(s[d] // 4 for d in keep),
-                                     tuple(t[d] // 4 for d in keep)), num_threads())
+        dims = _merged(src, dst)
+        if dims is not None:
+            shape, s, t = zip(*dims)
+            plan = onednn_copy.plan(shape, (s, t), num_threads())
             if plan is not None:
                 plan.run(src, dst)
                 return "onednn"
     np.copyto(dst, src)
     return "numpy"
+
+
+def _merged(src: np.ndarray, dst: np.ndarray) -> list | None:
+    """The copy's dims as (extent, src stride, dst stride) in elements, size-1 dims
+    dropped and neighbours that are one run in both arrays merged (oneDNN's jitted
+    reorder takes more layouts so: the slice of a channels-last output along H is (N,
+    C, H W), which it runs, where (N, C, H, W) got only its simple reorder); None where
+    a stride is not a positive multiple of the element."""
+    dims: list = []
+    for n, s, t in zip(src.shape, src.strides, dst.strides):
+        if n == 1:
+            continue
+        if s <= 0 or t <= 0 or s % 4 or t % 4:
+            return None
+        s, t = s // 4, t // 4
+        if dims and dims[-1][1] == s * n and dims[-1][2] == t * n:
+            dims[-1] = (dims[-1][0] * n, s, t)
+        else:
+            dims.append((n, s, t))
+    return dims or [(1, 1, 1)]
 
 
 def laid_out(a: np.ndarray, like: np.ndarray) -> np.ndarray:
@@ -55,3 +73,35 @@ def laid_out(a: np.ndarray, like: np.ndarray) -> np.ndarray:
         out = layouts.empty(a.shape, channels_last=cl, dtype=like.dtype)
         rec.algorithm = copy(out, a)
     return out
+
+
+def concatenate(parts: list, axis: int):
+    """``np.concatenate(parts, axis)`` in the parts' layout (channels-last stays so), one
+    ``layout`` event.  Dense float32 ndarrays of one layout are copied each into its slice
+    of the output (:func:`copy`: oneDNN's reorder for large parts); anything else is
+    NumPy's.  Two channels-last (2, 16, 64, 64, 64) parts along C took 17.5 ms in NumPy
+    (runs of 16 channels, 64 bytes), 6.1 ms so; (16, 64, 64, 64) ones 4.3 and 4.6 ms."""
+    with layouts.LAYOUT.record("concatenate",
+                               *(tuple(getattr(p, "shape", ())) for p in parts)) as rec:
+        first = parts[0] if parts else None
+        ndim = getattr(first, "ndim", 0)
+        cl = isinstance(first, np.ndarray) and layouts.is_channels_last(first)
+        if not (ndim and -ndim <= axis < ndim) or not all(
+                type(p) is np.ndarray and p.dtype == np.float32 and p.ndim == ndim
+                and p.shape[:axis % ndim] + p.shape[axis % ndim + 1:]
+                == first.shape[:axis % ndim] + first.shape[axis % ndim + 1:]
+                and (layouts.is_channels_last(p) if cl else p.flags.c_contiguous)
+                for p in parts):
+            rec.algorithm = "numpy"  # (NumPy's errors for what it cannot join)
+            return np.concatenate(parts, axis=axis)
+        axis = axis % ndim
+        shape = list(first.shape)
+        shape[axis] = sum(p.shape[axis] for p in parts)
+        out = layouts.empty(tuple(shape), channels_last=cl)
+        start, ran = 0, set()
+        for p in parts:
+            stop = start + p.shape[axis]
+            ran.add(copy(out[(slice(None),) * axis + (slice(start, stop),)], p))
+            start = stop
+        rec.algorithm = "onednn" if "onednn" in ran else "numpy"
+        return out

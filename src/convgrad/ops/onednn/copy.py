@@ -57,8 +57,13 @@ class CopyPlan(Execution):
                 raise Unsupported(f"oneDNN rejects this copy ({e})") from None
             raise
         self._own("dnnl_primitive_desc_destroy", pd)
-        impl = self._implementation(pd, reference_ok=True)
-        if not impl.startswith("jit"):  # its simple and reference reorders loop per element
+        impl = self._implementation(pd)
+        src, dst = self.strides
+        order = sorted(range(len(self.shape)), key=lambda d: -src[d])
+        if not impl.startswith("jit") and order != sorted(range(len(self.shape)),
+                                                         key=lambda d: -dst[d]):
+            # "simple" names its copy of one memory order to another with gaps (runs
+            # copied whole: faster than NumPy's) and its element-by-element loop alike
             raise Unsupported(f"oneDNN has no jitted reorder for this copy ({impl})")
         self.name = f"onednn:{impl}"
         self._main = self._primitive(pd)
