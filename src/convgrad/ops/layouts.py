@@ -16,8 +16,8 @@ import numpy as np
 
 from .registry import family
 
-__all__ = ["ALIGNMENT", "LAYOUT", "axis_view", "channels_last_strides", "dense_channels_last", "empty", "is_aligned", "is_channels_last", "is_dense",
-           "memory_order", "strides_like"]
+__all__ = ["ALIGNMENT", "LAYOUT", "axis_view", "channels_last_strides", "dense_channels_last",
+           "empty", "is_aligned", "is_channels_last", "is_dense", "memory_order", "strides_like"]
 
 #: conversions between layouts: ``onednn`` (a reorder: a step of a oneDNN plan, or
 #: :func:`.relayout.copy`), ``numpy`` (a copy)
