@@ -8,6 +8,7 @@ import pytest
 
 import convgrad as cg
 import convgrad.functional as F
+from convgrad.ops import onednn
 from convgrad.ops.spec import ConvSpec
 
 torch = pytest.importorskip("torch")
@@ -17,6 +18,10 @@ pytestmark = pytest.mark.usefixtures("backend")  # with oneDNN, then without
 
 @pytest.fixture
 def shape_rule_calls(monkeypatch):
+    # a layer's construction starts oneDNN's warm-up, a convolution on another thread:
+    # finished first, so that only this test's calls are counted (run alone, it raced)
+    onednn.warm_up()
+    onednn.wait_for_warm_up(60)
     calls = []
     for name in ("output_shape", "transposed_shape"):
         original = getattr(ConvSpec, name)

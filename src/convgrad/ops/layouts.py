@@ -17,7 +17,8 @@ import numpy as np
 from .registry import family
 
 __all__ = ["ALIGNMENT", "LAYOUT", "axis_view", "channels_last_strides", "dense_channels_last",
-           "empty", "is_aligned", "is_channels_last", "is_dense", "memory_order", "strides_like"]
+           "dense_strides", "empty", "is_aligned", "is_channels_last", "is_dense",
+           "memory_order", "strides_like"]
 
 #: conversions between layouts: ``onednn`` (a reorder: a step of a oneDNN plan, or
 #: :func:`.relayout.copy`), ``numpy`` (a copy)
@@ -80,16 +81,21 @@ def channels_last_strides(shape: tuple) -> tuple[int, ...]:
     return tuple(out)
 
 
-def strides_like(x: np.ndarray, shape: tuple) -> tuple:
-    """Element strides of a dense array of ``shape`` in ``x``'s layout (channels-last, or
-    else C order)."""
-    if is_channels_last(x):
+def dense_strides(shape: tuple, channels_last: bool) -> tuple[int, ...]:
+    """Element strides of a dense array of ``shape``, channels-last or in C order."""
+    if channels_last:
         return channels_last_strides(shape)
     out, acc = [], 1
     for n in reversed(shape):
         out.append(acc)
         acc *= n
     return tuple(reversed(out))
+
+
+def strides_like(x: np.ndarray, shape: tuple) -> tuple[int, ...]:
+    """Element strides of a dense array of ``shape`` in ``x``'s layout (channels-last, or
+    else C order)."""
+    return dense_strides(shape, is_channels_last(x))
 
 
 def empty(shape: tuple, channels_last: bool = False, dtype=np.float32,

@@ -25,7 +25,7 @@ from math import prod
 
 import numpy as np
 
-from ..layouts import channels_last_strides
+from ..layouts import dense_strides
 from ..parallel import num_threads
 from . import _Cache, _library
 from . import _library as L
@@ -40,16 +40,6 @@ _cache = _Cache(64)
 def clear_cache() -> None:
     """Drop every cached normalisation plan."""
     _cache.clear()
-
-
-def _strides(shape: tuple, channels_last: bool) -> tuple[int, ...]:
-    if channels_last:
-        return channels_last_strides(shape)
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return tuple(reversed(out))
 
 
 class NormPlan(Execution):
@@ -73,7 +63,7 @@ class NormPlan(Execution):
     def build(self) -> None:
         lib, flags, name = self.lib, self.flags, self.pass_name
         c = self.shape[1]
-        data = self._md(self.shape, _strides(self.shape, self.channels_last))
+        data = self._md(self.shape, dense_strides(self.shape, self.channels_last))
         stat = self._md((c,), tag=L.FORMAT_A)
         attr = self._attr()
         prop = L.FORWARD_INFERENCE if name == "forward_inference" else L.FORWARD_TRAINING
@@ -134,7 +124,7 @@ class NormPlan(Execution):
             elif op.key in ("src", "dst", "diff_dst", "diff_src"):
                 ok = (isinstance(a, np.ndarray) and a.dtype == F32 and a.shape == self.shape
                       and all(n == 1 or s == 4 * d for n, s, d in zip(
-                          a.shape, a.strides, _strides(self.shape, self.channels_last))))
+                          a.shape, a.strides, dense_strides(self.shape, self.channels_last))))
             else:
                 ok = (isinstance(a, np.ndarray) and a.dtype == F32
                       and a.shape == (self.shape[1],) and a.flags.c_contiguous)
