@@ -44,10 +44,9 @@ def copy(dst: np.ndarray, src: np.ndarray) -> str:
 
 def _merged(src: np.ndarray, dst: np.ndarray) -> list | None:
     """The copy's dims as (extent, src stride, dst stride) in elements, size-1 dims
-    dropped and neighbours that are one run in both arrays merged (oneDNN's jitted
-    reorder takes more layouts so: the slice of a channels-last output along H is (N,
-    C, H W), which it runs, where (N, C, H, W) got only its simple reorder); None where
-    a stride is not a positive multiple of the element."""
+    dropped and neighbours that are one run in both arrays merged (fewer, longer dims
+    for oneDNN to walk: a slice of a channels-last output along H is (N, C, H W)); None
+    where a stride is not a positive multiple of the element."""
     dims: list = []
     for n, s, t in zip(src.shape, src.strides, dst.strides):
         if n == 1:
