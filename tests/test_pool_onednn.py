@@ -371,3 +371,44 @@ def test_avg_pool_divisor_override_of_one_partial_window():
     y = F.avg_pool2d(cg.tensor(x), 2, stride=4, divisor_override=16)
     ty = TF.avg_pool2d(torch.from_numpy(x), 2, stride=4, divisor_override=16)
     np.testing.assert_allclose(y.numpy(), ty.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("channels_last", [True, False])
+def test_adaptive_max_pooling_gradient_is_an_index_add_in_the_inputs_layout(channels_last):
+    """Overlapping windows (12 to 5: an input can win two of them): the gradient is one
+    ``gather`` ``index_add`` through flat memory offsets (the pick's index holds an array
+    per dim), in the input's layout, torch's bit for bit (repeats added in torch's
+    order: output order)."""
+    from convgrad.ops import gather
+
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((3, 4, 12, 12)).astype(np.float32)
+    g = rng.standard_normal((3, 4, 5, 5)).astype(np.float32)
+    cx = cg.tensor(x)
+    if channels_last:
+        cx = cx.contiguous(memory_format=cg.channels_last)
+    cx.requires_grad_()
+    y = F.adaptive_max_pool2d(cx, 5)
+    with cg.profile() as prof:
+        y.backward(cg.tensor(g))
+    assert [(e.name, e.algorithm) for e in prof.of("gather")] == [("index_add", "numpy")]
+    assert cg.ops.layouts.is_channels_last(cx.grad.data) == channels_last
+    tx = torch.tensor(x, requires_grad=True)
+    TF.adaptive_max_pool2d(tx, 5).backward(torch.from_numpy(g))
+    np.testing.assert_array_equal(cx.grad.numpy(), tx.grad.numpy())
+    # the index of such a pick takes the flat path
+    index = (np.arange(3).reshape(3, 1, 1, 1), np.arange(4).reshape(1, 4, 1, 1),
+             rng.integers(0, 12, (3, 4, 5, 5)), rng.integers(-12, 12, (3, 4, 5, 5)))
+    assert gather._flat_offsets(cx.grad.data, index) is not None
+    out = gather.index_add(g, index, x.shape, channels_last)
+    want = np.zeros(x.shape, np.float32)
+    np.add.at(want, index, g)
+    np.testing.assert_array_equal(out, want)  # the same sums, in the same order
+
+
+def test_index_add_out_of_range_is_numpys_index_error():
+    from convgrad.ops import gather
+
+    g = np.ones((2,), np.float32)
+    with pytest.raises(IndexError):
+        gather.index_add(g, (np.array([0, 1]), np.array([0, 3])), (2, 3), False)

@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from . import jit, pick_loops
+from . import jit, layouts, pick_loops
 from .layouts import axis_view, memory_order
 from .parallel import num_threads
 from .registry import family
 
-__all__ = ["GATHER", "MIN_LOOP_SIZE", "gather", "scatter_add"]
+__all__ = ["GATHER", "MIN_LOOP_SIZE", "gather", "index_add", "scatter_add"]
 
 #: the gather family: ``prefer("numpy")`` pins the Functions' NumPy code
 GATHER = family("gather", ("numba", "numpy"))
@@ -106,3 +106,41 @@ def _exercise() -> None:
         x, t = np.zeros((1, 2, inner), np.float32), np.zeros((1, inner), np.intp)
         _loop("pick", x)(x, t, np.zeros((1, inner), np.float32))
         _loop("place", x)(np.zeros((1, inner), np.float32), t, x)
+
+
+def index_add(g: np.ndarray, index: tuple, shape: tuple, channels_last: bool) -> np.ndarray:
+    """``zeros(shape)`` (channels-last in memory with ``channels_last``) with ``g`` added
+    at the advanced ``index`` (an index array per dim: repeats accumulate, in the index
+    order), a ``gather`` event ``index_add``.  One array per dim is added through flat
+    memory offsets (NumPy's one-dim ``add.at``, the same sums in the same order: an
+    adaptive max pooling's gradient of (16, 64, 64, 64) took ~9 ms as the
+    multi-dimensional ``add.at`` into an NCHW array); anything else by ``np.add.at``."""
+    with GATHER.record("index_add", g.shape, shape) as rec:
+        rec.algorithm = "numpy"
+        out = layouts.empty(shape, channels_last=channels_last, dtype=g.dtype)
+        flat = np.ravel(out, order="K")  # a view: out is dense, its memory in order
+        flat[...] = 0
+        offsets = _flat_offsets(out, index)
+        if offsets is None:
+            np.add.at(out, index, g)
+        else:
+            np.add.at(flat, offsets.ravel(), np.broadcast_to(g, offsets.shape).ravel())
+        return out
+
+
+def _flat_offsets(out: np.ndarray, index: tuple) -> np.ndarray | None:
+    """The memory offsets (elements) in ``out`` of an index that holds one integer array
+    per dim, each within its dim; None for any other index (NumPy raises its errors)."""
+    if (not isinstance(index, tuple) or len(index) != out.ndim
+            or not all(isinstance(i, np.ndarray) and i.dtype.kind in "iu" for i in index)):
+        return None
+    try:
+        arrays = np.broadcast_arrays(*index)
+    except ValueError:
+        return None
+    offsets = np.zeros(arrays[0].shape if arrays else (), np.int64)
+    for i, n, st in zip(arrays, out.shape, out.strides):
+        if i.size and (i.min() < -n or i.max() >= n):
+            return None
+        offsets += np.where(i < 0, i + n, i) * (st // out.itemsize)
+    return offsets

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function
-from ..ops import layouts, relayout
+from ..ops import gather, layouts, relayout
 from . import lazy
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
@@ -83,25 +83,29 @@ class GetItem(Function):
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
         # y = x[index] copies elements: each gradient returns to its source, summed over repeats
-        return IndexAdd.apply(grad, index=ctx.index, shape=ctx.inputs[0].shape)
+        x = ctx.inputs[0].data
+        return IndexAdd.apply(grad, index=ctx.index, shape=ctx.inputs[0].shape,
+                              channels_last=isinstance(x, np.ndarray)
+                              and layouts.is_channels_last(x))
 
 
 class IndexAdd(Function):
-    """``zeros(shape)`` with ``g`` added at ``index`` (repeats accumulate): GetItem's adjoint."""
+    """``zeros(shape)`` with ``g`` added at ``index`` (repeats accumulate): GetItem's
+    adjoint, channels-last in memory with ``channels_last`` (as the indexed input was)."""
 
     reads = ()
 
     @staticmethod
-    def forward(ctx: Context, g: np.ndarray, index: tuple, shape: tuple) -> np.ndarray:
+    def forward(ctx: Context, g: np.ndarray, index: tuple, shape: tuple,
+                channels_last: bool = False) -> np.ndarray:
         ctx.index = index
         if lazy.is_dask_array(g):  # a full-size np.zeros would defeat the chunking
             return lazy.index_add(g, index, shape)
-        out = np.zeros(shape, g.dtype)
         if _is_basic(index):
+            out = np.zeros(shape, g.dtype)
             out[index] = g
-        else:
-            np.add.at(out, index, g)
-        return out
+            return out
+        return gather.index_add(g, index, shape, channels_last)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
