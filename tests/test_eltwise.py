@@ -16,13 +16,13 @@ import convgrad.functional as F
 from convgrad.ops import jit, onednn_available, prefer
 from convgrad.ops.eltwise import MIN_BINARY_SIZE, MIN_PIECEWISE_SIZE
 from convgrad.ops.layouts import empty, is_channels_last
-from convgrad.ops.relayout import COPY_MIN_SIZE
+from convgrad.ops.relayout import SHORT_RUN_MIN_SIZE
 
 needs_onednn = pytest.mark.skipif(not onednn_available(), reason="oneDNN unavailable")
 ROUNDING = 2.0 ** -23
 SHAPE = (2, 16, 96, 96)  # above the thresholds of activations
-#: a copy of SHAPE into another layout: oneDNN's reorder (above its threshold)
-_COPY = "onednn" if onednn_available() and np.prod(SHAPE) >= COPY_MIN_SIZE else "numpy"
+#: a copy of SHAPE into another layout (short runs): oneDNN's reorder above its threshold
+_COPY = "onednn" if onednn_available() and np.prod(SHAPE) >= SHORT_RUN_MIN_SIZE else "numpy"
 BIG = (4, 16, 128, 128)  # and of binary operations
 assert np.prod(SHAPE) >= MIN_PIECEWISE_SIZE and np.prod(BIG) >= MIN_BINARY_SIZE
 

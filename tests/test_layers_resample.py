@@ -160,15 +160,22 @@ def test_pixel_shuffle_and_unshuffle(shape, r, dtype):
     assert repr(nn.PixelUnshuffle(r)) == repr(torch.nn.PixelUnshuffle(r))
 
 
+@pytest.mark.parametrize("size", [(5, 3), (64, 48)])
 @pytest.mark.parametrize("channels_last", [True, False])
 @pytest.mark.parametrize("r", [2, 3])
-def test_pixel_shuffle_is_one_copy_in_the_inputs_layout(r, channels_last):
+def test_pixel_shuffle_is_one_copy_in_the_inputs_layout(r, channels_last, size):
     """One copy each way (the profiler shows a pixel_shuffle forward and a
-    pixel_unshuffle as its backward); values and gradients are torch's, bit for bit (a
-    permutation); a channels-last input gives a channels-last output and input gradient;
-    second order through the inverse shuffle."""
-    x = RNG.standard_normal((2, 4 * r * r, 5, 3)).astype(np.float32)
-    g = RNG.standard_normal((2, 4, 5 * r, 3 * r)).astype(np.float32)
+    pixel_unshuffle as its backward: oneDNN's reorder for a large array, NumPy's copy for
+    a small one); values and gradients are torch's, bit for bit (a permutation); a
+    channels-last input gives a channels-last output and input gradient; second order
+    through the inverse shuffle."""
+    from convgrad.ops import onednn_available, relayout
+
+    h, w = size
+    x = RNG.standard_normal((2, 4 * r * r, h, w)).astype(np.float32)
+    g = RNG.standard_normal((2, 4, h * r, w * r)).astype(np.float32)
+    want = ("onednn" if onednn_available() and x.size >= relayout.SHORT_RUN_MIN_SIZE
+            else "numpy")
     cx, cg_ = cg.tensor(x), cg.tensor(g)
     if channels_last:
         cx, cg_ = (t.contiguous(memory_format=cg.channels_last) for t in (cx, cg_))
@@ -176,7 +183,8 @@ def test_pixel_shuffle_is_one_copy_in_the_inputs_layout(r, channels_last):
     with cg.profile() as prof:
         y = F.pixel_shuffle(cx, r)
         (gx,) = cg.autograd.grad(y, cx, cg_.requires_grad_(), create_graph=True)
-    assert [e.name for e in prof.of("layout")] == ["pixel_shuffle", "pixel_unshuffle"]
+    assert [(e.name, e.algorithm) for e in prof.of("layout")] == [
+        ("pixel_shuffle", want), ("pixel_unshuffle", want)]
     tx = torch.tensor(x, requires_grad=True)
     ty = TF.pixel_shuffle(tx, r)
     ty.backward(torch.from_numpy(g))

@@ -15,31 +15,52 @@ from . import layouts
 from .onednn import copy as onednn_copy
 from .parallel import num_threads
 
-__all__ = ["COPY_MIN_SIZE", "concatenate", "copy", "laid_out"]
+__all__ = ["COPY_MIN_SIZE", "SHORT_RUN_MIN_SIZE", "concatenate", "copy", "laid_out"]
 
-#: float32 elements from which :func:`copy` runs oneDNN's reorder: a call costs ~15 us,
-#: what NumPy takes to copy 64K elements in their order
-COPY_MIN_SIZE = 1 << 16
+#: float32 elements from which :func:`copy` runs oneDNN's reorder where NumPy copies runs
+#: of 16 or more contiguous elements (measured, 2 threads: a channel slice of a
+#: channels-last (8, 64, H, W) array, 256K elements 51 us NumPy / 75 us oneDNN, 1M
+#: 264 / 252, 4M 2655 / 2399; the reorder's call costs 15-30 us from Python)
+COPY_MIN_SIZE = 1 << 20
+#: the same where NumPy's innermost run is shorter (NCHW to channels-last of 64
+#: channels: 64K elements 34 / 36 us, 256K 130 / 108; a pixel shuffle's runs of 2:
+#: NumPy 10x slower throughout)
+SHORT_RUN_MIN_SIZE = 1 << 16
+#: the run NumPy copies fast: a cache line of float32
+_LONG_RUN = 16
 
 
 def copy(dst: np.ndarray, src: np.ndarray) -> str:
     """``dst[...] = src`` (one shape, any strides), and the algorithm that ran: oneDNN's
     reorder (every thread, at memory speed, whatever the two layouts) for large float32
-    arrays with positive strides, else NumPy's copy, which loops over ``dst``'s innermost
-    dim however short: NCHW to channels-last of (16, 64, 64, 64) took 12.6 ms so, 2.7 ms
-    in oneDNN; a pixel unshuffle by 2 (an inner dim of 2) 15.7 ms and 1.4.  The caller
-    records the event (its name says what the copy is for)."""
-    if (src.dtype == dst.dtype == np.float32 and src.size >= COPY_MIN_SIZE
-            and layouts.LAYOUT.pinned() != "numpy"):
-        dims = _merged(src, dst)
-        if dims is not None:
-            shape, s, t = zip(*dims)
-            plan = onednn_copy.plan(shape, (s, t), num_threads())
-            if plan is not None:
-                plan.run(src, dst)
-                return "onednn"
+    arrays with positive strides (:func:`_plan`), else NumPy's copy, which loops over
+    ``dst``'s innermost dim however short: NCHW to channels-last of (16, 64, 64, 64) took
+    12.6 ms so, 2.7 ms in oneDNN; a pixel unshuffle by 2 (an inner dim of 2) 15.7 ms and
+    1.4.  The caller records the event (its name says what the copy is for)."""
+    plan = _plan(dst, src)
+    if plan is not None:
+        plan.run(src, dst)
+        return "onednn"
     np.copyto(dst, src)
     return "numpy"
+
+
+def _plan(dst: np.ndarray, src: np.ndarray):
+    """oneDNN's plan for copying ``src`` into ``dst``, or None where NumPy's copy is as
+    fast (small arrays, long contiguous runs below :data:`COPY_MIN_SIZE`) or oneDNN
+    cannot take it (another dtype, a stride that is not a positive multiple of the
+    element, no fast reorder)."""
+    if (src.dtype != np.float32 or dst.dtype != np.float32 or src.size < SHORT_RUN_MIN_SIZE
+            or layouts.LAYOUT.pinned() == "numpy"):
+        return None
+    dims = _merged(src, dst)
+    if dims is None:
+        return None
+    run = max((n for n, s, t in dims if s == t == 1), default=1)
+    if run >= _LONG_RUN and src.size < COPY_MIN_SIZE:
+        return None
+    shape, s, t = zip(*dims)
+    return onednn_copy.plan(shape, (s, t), num_threads())
 
 
 def _merged(src: np.ndarray, dst: np.ndarray) -> list | None:
@@ -77,9 +98,11 @@ def laid_out(a: np.ndarray, like: np.ndarray) -> np.ndarray:
 def concatenate(parts: list, axis: int):
     """``np.concatenate(parts, axis)`` in the parts' layout (channels-last stays so), one
     ``layout`` event.  Dense float32 ndarrays of one layout are copied each into its slice
-    of the output (:func:`copy`: oneDNN's reorder for large parts); anything else is
-    NumPy's.  Two channels-last (2, 16, 64, 64, 64) parts along C took 17.5 ms in NumPy
-    (runs of 16 channels, 64 bytes), 6.1 ms so; (16, 64, 64, 64) ones 4.3 and 4.6 ms."""
+    of the output by oneDNN's reorder where it pays (:func:`_plan`), else one NumPy call;
+    anything else is NumPy's.  Two channels-last (2, 16, 64, 64, 64) parts along C took
+    17.5 ms in NumPy (runs of 16 channels, 64 bytes), 6.1 ms so; (16, 64, 64, 64) ones
+    6.0 and 5.6 ms; (8, 256, 8, 8) ones 0.03 ms in NumPy's one call (0.08 ms as a
+    reorder per part, the threshold's reason)."""
     with layouts.LAYOUT.record("concatenate",
                                *(tuple(getattr(p, "shape", ())) for p in parts)) as rec:
         first = parts[0] if parts else None
@@ -97,10 +120,18 @@ def concatenate(parts: list, axis: int):
         shape = list(first.shape)
         shape[axis] = sum(p.shape[axis] for p in parts)
         out = layouts.empty(tuple(shape), channels_last=cl)
-        start, ran = 0, set()
+        slices, start = [], 0
         for p in parts:
-            stop = start + p.shape[axis]
-            ran.add(copy(out[(slice(None),) * axis + (slice(start, stop),)], p))
-            start = stop
-        rec.algorithm = "onednn" if "onednn" in ran else "numpy"
+            slices.append(out[(slice(None),) * axis + (slice(start, start + p.shape[axis]),)])
+            start += p.shape[axis]
+        plans = [_plan(d, p) for d, p in zip(slices, parts)]
+        if not any(plans):  # one NumPy call (a copy per part costs more for small parts)
+            rec.algorithm = "numpy"
+            return np.concatenate(parts, axis=axis, out=out)
+        for plan, d, p in zip(plans, slices, parts):
+            if plan is None:
+                np.copyto(d, p)
+            else:
+                plan.run(p, d)
+        rec.algorithm = "onednn"
         return out
