@@ -337,6 +337,54 @@ def _compile(numba) -> Loops:
                 out[p, 0, c - c0] = gw
                 out[p, 1, c - c0] = gb
 
+    # ------------------------------ the chunks' sums combined, in chunk order (serial)
+    def combine_moments(out, bounds, n, mean, var):
+        # out[p] (3, A, W): origin m, s1 = sum (x - m), s2 = sum (x - m)^2 of each of the
+        # chunk's A rows of k elements (A = 1 for a rows chunk); bounds[p, 2:4] its channels
+        # and k from bounds[p, 0:2] (rows) or bounds[p, 4:6] (ncs).  mean = sum (k m + s1) / n;
+        # var = sum (s2 + 2 (m - mean) s1 + k (m - mean)^2) / n (Chan et al.), samples in
+        # order within a chunk, chunks in order
+        mean[:] = 0.0
+        var[:] = 0.0
+        ncs = bounds.shape[1] == 6
+        for p in range(bounds.shape[0]):
+            c0, c1 = bounds[p, 2], bounds[p, 3]
+            a = bounds[p, 1] - bounds[p, 0] if ncs else 1
+            k = bounds[p, 5] - bounds[p, 4] if ncs else bounds[p, 1] - bounds[p, 0]
+            for c in range(c1 - c0):
+                acc = k * out[p, 0, 0, c] + out[p, 1, 0, c]
+                for i in range(1, a):
+                    acc += k * out[p, 0, i, c] + out[p, 1, i, c]
+                mean[c0 + c] += acc
+        for c in range(mean.shape[0]):
+            mean[c] = mean[c] / n
+        for p in range(bounds.shape[0]):
+            c0, c1 = bounds[p, 2], bounds[p, 3]
+            a = bounds[p, 1] - bounds[p, 0] if ncs else 1
+            k = bounds[p, 5] - bounds[p, 4] if ncs else bounds[p, 1] - bounds[p, 0]
+            for c in range(c1 - c0):
+                dm = out[p, 0, 0, c] - mean[c0 + c]
+                acc = out[p, 2, 0, c] + 2 * dm * out[p, 1, 0, c] + k * dm * dm
+                for i in range(1, a):
+                    dm = out[p, 0, i, c] - mean[c0 + c]
+                    acc += out[p, 2, i, c] + 2 * dm * out[p, 1, i, c] + k * dm * dm
+                var[c0 + c] += acc
+        for c in range(var.shape[0]):
+            var[c] = var[c] / n
+
+    def combine_sums(out, bounds, total):
+        # total (S, C) = the chunks' out[p] (S, W) added in chunk order at their channels
+        total[:] = 0.0
+        for p in range(bounds.shape[0]):
+            c0, c1 = bounds[p, 2], bounds[p, 3]
+            for s in range(out.shape[1]):
+                for c in range(c1 - c0):
+                    total[s, c0 + c] += out[p, s, c]
+
+    serial = numba.njit(nogil=True, cache=True)
+    passes["combine_moments"] = serial(combine_moments)
+    passes["combine_sums"] = serial(combine_sums)
+
     for fn, wrap in ((forward_rows, plain), (moments_rows, plain), (sums_rows, plain),
                      (grad_rows, plain), (forward_ncs, plain), (moments_ncs, summing),
                      (sums_ncs, summing), (grad_ncs, plain), (affine_rows, plain),

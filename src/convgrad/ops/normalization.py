@@ -201,9 +201,7 @@ class _Chunks:
         on the pool (:class:`.norm_loops.Loops`)."""
         views = [self.view(a) for a in arrays]
         k = len(self.parts)
-        if self._bounds is None:
-            self._bounds = np.array(self.bounds, dtype=np.int64)
-        bounds = self._bounds
+        bounds = self.bound_array()
         extra = [np.empty((k, scratch), np.float32)] if scratch else []
         results = np.empty((k, *out)) if out else None
         extra += [results] if out else []
@@ -220,6 +218,12 @@ class _Chunks:
 
         self._on_pool(task)
         return results
+
+    def bound_array(self) -> np.ndarray:
+        """:attr:`bounds` as a (chunks, 4 or 6) int64 array (made once)."""
+        if self._bounds is None:
+            self._bounds = np.array(self.bounds, dtype=np.int64)
+        return self._bounds
 
     def _on_pool(self, task) -> None:
         k = len(self.parts)
@@ -317,17 +321,17 @@ def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 np.multiply(d, d, out=d)
                 return k, m[..., 0].astype(np.float64), s1, d.sum(axis=2, dtype=np.float64)
 
-            if lp is None:
-                results = chunks.run(moments, x)
-            elif chunks.rows:  # float64 means, deviations and squares in one loop
-                out = chunks.loop(lp["moments_rows"], x, out=(3, chunks.width))
-                results = [(r1 - r0, *o[:, None, :c1 - c0])
-                           for (r0, r1, c0, c1), o in zip(chunks.bounds, out)]
-            else:
-                out = chunks.loop(lp["moments_ncs"], x,
-                                  out=(3, chunks.samples, chunks.width))
-                results = [(j1 - j0, *o[:, :i1 - i0, :c1 - c0])
-                           for (i0, i1, c0, c1, j0, j1), o in zip(chunks.bounds, out)]
+            if lp is not None:  # float64 means, deviations and squares in one loop
+                if chunks.rows:
+                    out = chunks.loop(lp["moments_rows"], x, out=(3, chunks.width))
+                    out = out.reshape(len(out), 3, 1, -1)
+                else:
+                    out = chunks.loop(lp["moments_ncs"], x,
+                                      out=(3, chunks.samples, chunks.width))
+                mean, var = np.empty(chunks.c), np.empty(chunks.c)
+                lp["combine_moments"](out, chunks.bound_array(), n, mean, var)
+                return mean, np.maximum(var, 0.0)
+            results = chunks.run(moments, x)
             parts = list(zip((ch for _, ch in chunks.parts), results))
             total = np.zeros(chunks.c)
             for ch, (k, m, s1, _) in parts:  # in chunk order: independent of the threads
@@ -547,7 +551,8 @@ def _looped_backward(chunks: _Chunks, lp: dict, g, x, hi, lo, inv, weight, bias,
         g = relayout.laid_out(g, x)
     out = chunks.loop(lp["sums_" + kind], x, g, args=(hi, m, s, t, relu), out=(2, chunks.width),
                       scratch=0 if chunks.rows else chunks.span)
-    gb, gd = chunks.combine([o[:, :b[3] - b[2]] for b, o in zip(chunks.bounds, out)])
+    gb, gd = sums = np.empty((2, x.shape[1]))
+    lp["combine_sums"](out, chunks.bound_array(), sums)
     gw = inv * (gd - lo * gb)
     if need[0]:
         a = inv if weight is None else inv * weight
