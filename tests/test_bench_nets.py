@@ -147,7 +147,16 @@ def test_breakdown_of_dcgan():
     assert ours["family"]["conv"] > 0 and theirs["family"]["conv"] > 0
     assert sum(ours["family"].values()) == pytest.approx(ours["wall"], rel=1e-6)
     text = breakdown.format_breakdown(w, ours, theirs)
-    assert "D.main.11" in text and "step (wall)" in text
+    assert "D.main.11" in text and "step (wall)" in text and "torch_cl" not in text
+    # the channels_last peer: its own column, every layer timed
+    theirs_cl = breakdown.breakdown(w, inp, "torch", warmup=1, channels_last=True)
+    assert set(theirs_cl["fwd"]) == set(ours["layers"])
+    text = breakdown.format_breakdown(w, ours, theirs, theirs_cl)
+    head = next(line for line in text.splitlines() if line.startswith("layer"))
+    assert head.split() == ["layer", "convgrad", "fwd", "torch", "fwd", "torch_cl", "fwd",
+                            "convgrad", "bwd~", "torch", "bwd~", "torch_cl", "bwd~"]
+    wall = next(line for line in text.splitlines() if line.startswith("step (wall)"))
+    assert wall.split()[-1] == f"{theirs_cl['wall'] * 1e3:.1f}"
 
 
 def test_breakdown_cli_rejects_a_small_workload(capsys):

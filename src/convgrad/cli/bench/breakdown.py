@@ -113,14 +113,16 @@ class _LayerClock:
             h.remove()
 
 
-def breakdown(w: Any, inp: Any, lib: str, warmup: int = 2) -> dict:
+def breakdown(w: Any, inp: Any, lib: str, warmup: int = 2, channels_last: bool = False
+              ) -> dict:
     """One profiled training step of ``w`` in ``lib``: ``{"wall", "family", "fwd",
-    "bwd", "layers"}`` (seconds)."""
+    "bwd", "layers"}`` (seconds); ``channels_last``: the model and batch in that memory
+    format (the torch peer's second layout)."""
     import warnings
 
     from .nets import build
 
-    model, run, _ = build(w, inp, lib)
+    model, run, _ = build(w, inp, lib, channels_last=channels_last)
     # torch warns when a layer's inputs need no gradient (DCGAN's D on real images)
     warnings.filterwarnings("ignore", message="Full backward hook is firing")
     for _ in range(warmup):
@@ -157,8 +159,10 @@ def breakdown(w: Any, inp: Any, lib: str, warmup: int = 2) -> dict:
             "layers": clock.order}
 
 
-def format_breakdown(w: Any, ours: dict, theirs: dict | None) -> str:
-    """The two tables (per layer, per kind) in ms, convgrad next to torch."""
+def format_breakdown(w: Any, ours: dict, theirs: dict | None, theirs_cl: dict | None = None
+                     ) -> str:
+    """The two tables (per layer, per kind) in ms, convgrad next to torch eager NCHW
+    (``theirs``) and, when given, torch eager channels_last (``theirs_cl``)."""
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{v * 1e3:.1f}"
 
@@ -168,21 +172,24 @@ def format_breakdown(w: Any, ours: dict, theirs: dict | None) -> str:
                           for i, (c, wd) in enumerate(zip(r, widths))).rstrip()
                 for r in (head, *rows)]
 
-    t = theirs or {"wall": None, "family": {}, "fwd": {}, "bwd": {}}
-    lines = [f"{w.id} breakdown: one training step, {w.shape_text()}, ms "
-             f"(convgrad vs torch eager NCHW)"]
-    rows = [[name, ms(ours["fwd"].get(name)), ms(t["fwd"].get(name)),
-             ms(ours["bwd"].get(name)), ms(t["bwd"].get(name))] for name in ours["layers"]]
-    lines += table(["layer", "convgrad fwd", "torch fwd", "convgrad bwd~", "torch bwd~"], rows)
+    none = {"wall": None, "family": {}, "fwd": {}, "bwd": {}}
+    peers = [("torch", theirs or none)] + ([("torch_cl", theirs_cl)] if theirs_cl else [])
+    lines = [f"{w.id} breakdown: one training step, {w.shape_text()}, ms (convgrad vs torch "
+             f"eager NCHW{' and channels_last' if theirs_cl else ''})"]
+    rows = [[name, ms(ours["fwd"].get(name)), *(ms(t["fwd"].get(name)) for _, t in peers),
+             ms(ours["bwd"].get(name)), *(ms(t["bwd"].get(name)) for _, t in peers)]
+            for name in ours["layers"]]
+    lines += table(["layer", "convgrad fwd", *(f"{n} fwd" for n, _ in peers), "convgrad bwd~",
+                    *(f"{n} bwd~" for n, _ in peers)], rows)
     lines.append("")
     fams = [f for f, _ in TORCH_FAMILIES]
     fams += [f for f in ours["family"] if f not in fams and f != OTHER]
-    rows = [[f, ms(ours["family"].get(f)), ms(t["family"].get(f))] for f in fams
-            if f in ours["family"] or f in t["family"]]
+    rows = [[f, ms(ours["family"].get(f)), *(ms(t["family"].get(f)) for _, t in peers)]
+            for f in fams if f in ours["family"] or any(f in t["family"] for _, t in peers)]
     rows.append(["other (Python/NumPy; torch: engine, Python)", ms(ours["family"].get(OTHER)),
-                 ms(t["family"].get(OTHER))])
-    rows.append(["step (wall)", ms(ours["wall"]), ms(t["wall"])])
-    lines += table(["kind", "convgrad", "torch"], rows)
+                 *(ms(t["family"].get(OTHER)) for _, t in peers)])
+    rows.append(["step (wall)", ms(ours["wall"]), *(ms(t["wall"]) for _, t in peers)])
+    lines += table(["kind", "convgrad", *(n for n, _ in peers)], rows)
     lines.append("bwd~: time since the previous layer's backward hook (approximate); kind: "
                  "convgrad's kernel families from its profiler, torch's aten ops' self CPU "
                  "time grouped by name into the same families")
@@ -218,10 +225,11 @@ def run_breakdown(args: Any) -> int:
         inp = make_inputs(w)
         with cg_impl.threads(THREADS):
             ours = breakdown(w, inp, "convgrad")
-        theirs = None
+        theirs = theirs_cl = None
         if torch_impl is not None:
             with torch_impl.threads(THREADS):
                 theirs = breakdown(w, inp, "torch")
-        print(format_breakdown(w, ours, theirs), flush=True)
+                theirs_cl = breakdown(w, inp, "torch", channels_last=True)
+        print(format_breakdown(w, ours, theirs, theirs_cl), flush=True)
         print()
     return 0
