@@ -168,6 +168,29 @@ def test_pinned_onednn_runs_odd_shapes(name):
     check_accuracy(f"{name} backward", gx, g32, g64)
 
 
+@pytest.mark.parametrize("shape,layout", [((8, 512, 4, 4), "channels_last"),
+                                          ((2, 3, 37, 41), "nchw")])
+def test_mid_sized_relu_runs_compiled_with_torch_s_values(shape, layout):
+    """From MIN_COMPILED_RELU_SIZE elements (a ResNet's small late layers) ReLU's forward
+    is the compiled loop, not NumPy's maximum: the NumPy path's bits (``maximum(x, 0)``:
+    -0 to +0, where torch keeps -0), torch's values, NaN kept, the layout kept."""
+    from convgrad.ops.eltwise import MIN_COMPILED_RELU_SIZE
+
+    x = array(shape, layout)
+    assert MIN_COMPILED_RELU_SIZE <= x.size < MIN_PIECEWISE_SIZE
+    x[0, 0, 0, :4] = [np.nan, -0.0, 0.0, -np.inf]
+    with cg.profile() as prof:
+        y = F.relu(cg.Tensor(x)).data
+    algs = {e.name: e.algorithm for e in prof.of("eltwise")}
+    assert algs == {"relu_forward": "numba" if jit.enabled() else "numpy"}, algs
+    ty = TF.relu(torch.from_numpy(np.ascontiguousarray(x))).numpy()
+    assert np.array_equal(y, ty, equal_nan=True)
+    with prefer("numpy"):
+        reference = F.relu(cg.Tensor(x)).data
+    assert np.array_equal(y.view(np.uint32), reference.view(np.uint32))
+    assert is_channels_last(y) == (layout == "channels_last")
+
+
 @needs_onednn
 def test_nan_propagates_as_in_torch():
     x = np.full(SHAPE, np.nan, np.float32)
