@@ -381,9 +381,32 @@ def _compile(numba) -> Loops:
                 for c in range(c1 - c0):
                     total[s, c0 + c] += out[p, s, c]
 
+    def backward_coefficients(out, bounds, inv, lo, w, n, gw, gb, k, b, a):
+        # the backward's sums (out as combine_sums reads it: sum g, sum g (x - hi)) added
+        # in chunk order, then, per channel, in float64 and rounded once to float32:
+        # gw = inv (gd - lo gb), a = inv w, k = -a gw / n, and the second pass's
+        # gx = a g + k (x - hi) + b with k scaled by inv, b = -a gb / n - k inv lo
+        total = np.zeros((2, inv.shape[0]))
+        for p in range(bounds.shape[0]):
+            c0, c1 = bounds[p, 2], bounds[p, 3]
+            for s in range(2):
+                for c in range(c1 - c0):
+                    total[s, c0 + c] += out[p, s, c]
+        for c in range(inv.shape[0]):
+            sb, sd, iv = total[0, c], total[1, c], inv[c]
+            g_w = iv * (sd - lo[c] * sb)
+            av = iv * np.float64(w[c])
+            kv = -av * g_w / n
+            b[c] = np.float32(-av * sb / n - kv * iv * lo[c])
+            k[c] = np.float32(kv * iv)
+            a[c] = np.float32(av)
+            gw[c] = np.float32(g_w)
+            gb[c] = np.float32(sb)
+
     serial = numba.njit(nogil=True, cache=True)
     passes["combine_moments"] = serial(combine_moments)
     passes["combine_sums"] = serial(combine_sums)
+    passes["backward_coefficients"] = serial(backward_coefficients)
 
     for fn, wrap in ((forward_rows, plain), (moments_rows, plain), (sums_rows, plain),
                      (grad_rows, plain), (forward_ncs, plain), (moments_ncs, summing),

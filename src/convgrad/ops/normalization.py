@@ -370,25 +370,27 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, var: np.ndarray,
     training forward), else the running ones (inference)."""
     c = x.shape[1]
     mean64, var64 = _stat(mean, np.float64), _stat(var, np.float64)
-    mean, lo = _split(mean, x.dtype)
-    var = _stat(var, x.dtype)
     s = _scale(var64, _stat(weight, x.dtype), eps)
     bias64 = np.zeros(c) if bias is None else _stat(bias, np.float64)
-    # the mean's residual: y = (x - hi) inv w + (b - inv w lo)
-    shift = (bias64 - s * lo).astype(x.dtype)
-    weight = np.ones(c, x.dtype) if weight is None else _stat(weight, x.dtype)
     pass_name = "forward_training" if training else "forward_inference"
     chunks = _chunks(x)
     lp = chunks.loops if chunks is not None and NORM.pinned() != "onednn" else None
-    plan = None if lp is not None else _plan(pass_name, x, _flags(weight, shift, relu), eps)
-    with NORM.record(f"batch_norm_{pass_name}", x.shape) as rec:
-        y = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype)
-        ws = None
-        if lp is not None:  # float32((x - mean) s + b) in float64: one rounding
+    if lp is not None:  # float32((x - mean) s + b) in float64: one rounding
+        with NORM.record(f"batch_norm_{pass_name}", x.shape) as rec:
             rec.algorithm = chunks.algorithm
+            y = np.empty_like(x)  # x is dense: its layout
             chunks.loop(lp["forward_rows" if chunks.rows else "forward_ncs"], x,
                         args=(mean64, s, bias64, relu, chunks.view(y)))
             return y, None
+    mean, lo = _split(mean, x.dtype)
+    var = _stat(var, x.dtype)
+    # the mean's residual: y = (x - hi) inv w + (b - inv w lo)
+    shift = (bias64 - s * lo).astype(x.dtype)
+    weight = np.ones(c, x.dtype) if weight is None else _stat(weight, x.dtype)
+    plan = _plan(pass_name, x, _flags(weight, shift, relu), eps)
+    with NORM.record(f"batch_norm_{pass_name}", x.shape) as rec:
+        y = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype)
+        ws = None
         if plan is not None:
             rec.algorithm = plan.name
             arrays = {"src": x, "dst": y, "mean": mean, "var": var, "scale": weight,
@@ -448,8 +450,9 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
     var64 = _stat(var, np.float64)
     mean, lo = _split(mean, x.dtype)
     var, weight = _stat(var, x.dtype), _stat(weight, x.dtype)
-    flags = _flags(weight, bias if need[2] or relu else None, relu)
-    plan = _plan("backward", x, flags, eps) if relu_mask is not None or not relu else None
+    # oneDNN's backward runs only where pinned (see _plan): the plan is not looked up else
+    plan = (_plan("backward", x, _flags(weight, bias if need[2] or relu else None, relu), eps)
+            if NORM.pinned() == "onednn" and (relu_mask is not None or not relu) else None)
     with NORM.record("batch_norm_backward", x.shape) as rec:
         if plan is not None:
             rec.algorithm = plan.name
@@ -487,13 +490,11 @@ def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, nee
     n = x.size // x.shape[1]
     if g.dtype != x.dtype:
         g = g.astype(x.dtype)
-    try:
-        chunks.view(g)
-    except ValueError:  # another layout: g copied into x's
+    lp = chunks.loops
+    if chunks.view_or_none(g) is None:  # another layout (the loops index x's memory order)
         g = relayout.laid_out(g, x)
     inv = _inv(var, eps)
-    gx = layouts.empty(x.shape, layouts.is_channels_last(x), x.dtype) if need[0] else None
-    lp = chunks.loops
+    gx = np.empty_like(x) if need[0] else None  # x is dense: its layout
     if lp is not None:  # the compiled passes: the ReLU's mask recomputed in each
         return _looped_backward(chunks, lp, g, x, hi, lo, inv, weight, bias, n, need, gx,
                                 relu)
@@ -543,25 +544,33 @@ def _looped_backward(chunks: _Chunks, lp: dict, g, x, hi, lo, inv, weight, bias,
     """:func:`_chunked_backward`'s two passes as the compiled loops (:mod:`.norm_loops`),
     a fused ReLU's mask from the forward's output recomputed as it computed it, from the
     float64 mean ``m``, scale ``s`` and shift ``t``."""
-    kind = "rows" if chunks.rows else "ncs"
+    kind, c = "rows" if chunks.rows else "ncs", x.shape[1]
     m = hi.astype(np.float64) + lo
     s = inv if weight is None else inv * weight
-    t = np.zeros(x.shape[1]) if bias is None else bias.astype(np.float64)
-    if not chunks.view(g).flags.c_contiguous:  # the loops index x's memory order
-        g = relayout.laid_out(g, x)
+    t = np.zeros(c) if bias is None else bias.astype(np.float64)
     out = chunks.loop(lp["sums_" + kind], x, g, args=(hi, m, s, t, relu), out=(2, chunks.width),
                       scratch=0 if chunks.rows else chunks.span)
-    gb, gd = sums = np.empty((2, x.shape[1]))
-    lp["combine_sums"](out, chunks.bound_array(), sums)
-    gw = inv * (gd - lo * gb)
+    # the sums combined and every per-channel coefficient in one compiled call (NumPy's
+    # dozen small operations here cost 15-20 us a call, as much as a late ResNet
+    # layer's pass), the arithmetic of _chunked_backward's in the same order
+    gw, gb, k, b, a = (np.empty(c, x.dtype) for _ in range(5))
+    lp["backward_coefficients"](out, chunks.bound_array(), inv, lo,
+                                _ones32(c) if weight is None else weight, n, gw, gb, k, b, a)
     if need[0]:
-        a = inv if weight is None else inv * weight
-        k = -a * gw / n
-        b = ((-a * gb / n) - k * inv * lo).astype(x.dtype)
-        k, a = (k * inv).astype(x.dtype), a.astype(x.dtype)
         chunks.loop(lp["grad_" + kind], x, g, gx, args=(hi, k, b, a, m, s, t, relu))
-    gw, gb = gw.astype(x.dtype), gb.astype(x.dtype)
     return gx, (gw if need[1] else None), (gb if need[2] else None)
+
+
+def _ones32(c: int) -> np.ndarray:
+    """A float32 vector of ``c`` ones (a missing weight; ``inv * 1`` is ``inv``), kept."""
+    ones = _ones.get(c)
+    if ones is None:
+        ones = _ones[c] = np.ones(c, np.float32)
+        ones.flags.writeable = False
+    return ones
+
+
+_ones: dict = {}
 
 
 def _reference_backward(g, x, mean, lo, var, weight, bias, eps, need, relu) -> tuple:
