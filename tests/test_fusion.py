@@ -279,8 +279,90 @@ def test_batchnorm_relu_is_not_fused_in_eval_mode_or_with_hooks():
     assert "relu_forward" not in _bn_run(model, x)[3]
     model[1].register_forward_hook(lambda m, i, o: None)
     assert "relu_forward" in _bn_run(model, x)[3]
-    leaky = nn.Sequential(nn.BatchNorm2d(6), nn.LeakyReLU(0.2))  # oneDNN fuses ReLU only
-    assert "leaky_relu_forward" in _bn_run(leaky, x)[3]
+    # a leaky ReLU: fused where the compiled loops normalise, its own operation where
+    # oneDNN does (it fuses a plain ReLU only)
+    leaky = nn.Sequential(nn.BatchNorm2d(6), nn.LeakyReLU(0.2))
+    assert ("leaky_relu_forward" in _bn_run(leaky, x)[3]) != bn_loops_run()
+    with prefer("onednn"):
+        assert "leaky_relu_forward" in _bn_run(leaky, x)[3]
+
+
+def bn_loops_run():
+    from convgrad.ops.normalization import fuses_leaky_relu
+
+    return fuses_leaky_relu(np.zeros((2, 6, 3), np.float32))
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("slope", [0.01, 0.2])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batchnorm_leaky_relu_fused_equals_unfused_bit_for_bit(nd, slope, channels_last):
+    """DCGAN's discriminator block: the compiled loops apply the leaky ReLU as they write
+    y and recompute where it scaled g in both backward passes; output, every gradient
+    and the running buffers are the unfused pair's, bit for bit (a NaN channel and the
+    sign of zero included), and no activation kernel ran; NumPy's pinned path runs the
+    pair unfused, to the same values."""
+    if not bn_loops_run():
+        pytest.skip("the fused leaky ReLU needs the compiled loops (Numba)")
+    bns = {1: nn.BatchNorm1d, 2: nn.BatchNorm2d, 3: nn.BatchNorm3d}
+    x = _input(nd, channels_last=channels_last) * 3.0 + 1.0
+    x[1, 4] = np.nan  # channel 4's statistics NaN: its y and gradients NaN, as unfused
+    runs = []
+    for unfused in (False, True):
+        model = nn.Sequential(bns[nd](6), nn.LeakyReLU(slope))
+        model[0].weight.data[...] = np.linspace(0.5, 1.5, 6, dtype=np.float32)
+        model[0].bias.data[...] = np.linspace(-0.8, 0.8, 6, dtype=np.float32)
+        runs.append([_bn_run(model, x, unfused) for _ in range(2)])  # two steps
+    for (y, grads, state, names), (y0, grads0, state0, names0) in zip(*runs):
+        assert np.isnan(y0).any() and (y0 < 0).any()
+        for a, b in zip([y, *grads, *state], [y0, *grads0, *state0]):
+            np.testing.assert_array_equal(a, b)
+            assert np.array_equal(np.signbit(a), np.signbit(b))
+        assert {"leaky_relu_forward", "leaky_relu_backward"} <= set(names0)
+        assert not any(n.startswith("leaky_relu") for n in names), names
+    with prefer("numpy"):
+        model = nn.Sequential(bns[nd](6), nn.LeakyReLU(slope))
+        model[0].weight.data[...] = np.linspace(0.5, 1.5, 6, dtype=np.float32)
+        model[0].bias.data[...] = np.linspace(-0.8, 0.8, 6, dtype=np.float32)
+        y, grads, _, names = _bn_run(model, x)
+    assert "leaky_relu_forward" in names
+    np.testing.assert_allclose(y, runs[0][0][0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batchnorm_leaky_relu_fused_matches_torch_float64(channels_last):
+    """Oracle: torch float64; the fused float32 pair within twice torch float32's error
+    in the same layout, output and every gradient (second order through the recorded
+    rule too)."""
+    if not bn_loops_run():
+        pytest.skip("the fused leaky ReLU needs the compiled loops (Numba)")
+    x_np = _input(2, channels_last=channels_last) * 3.0 + 1.0
+    model = nn.Sequential(nn.BatchNorm2d(6), nn.LeakyReLU(0.2))
+    model[0].weight.data[...] = np.linspace(0.5, 1.5, 6, dtype=np.float32)
+    model[0].bias.data[...] = np.linspace(-0.8, 0.8, 6, dtype=np.float32)
+    x = cg.tensor(x_np, requires_grad=True)
+    y = model(x)
+    assert y.grad_fn.op.__name__ == "BatchNormReLU"  # the fused node was recorded
+    (gx,) = cg.autograd.grad((y * y).sum(), x, create_graph=True)
+    (ggx,) = cg.autograd.grad((gx * gx).sum(), x)
+    out = {}
+    for dtype in (torch.float64, torch.float32):
+        tm = torch.nn.Sequential(torch.nn.BatchNorm2d(6), torch.nn.LeakyReLU(0.2))
+        with torch.no_grad():
+            tm[0].weight.copy_(torch.from_numpy(model[0].weight.data))
+            tm[0].bias.copy_(torch.from_numpy(model[0].bias.data))
+        tm = tm.to(dtype)
+        tx = _torch_input(x_np, dtype, 2, channels_last)
+        ty = tm(tx)
+        (tgx,) = torch.autograd.grad((ty * ty).sum(), tx, create_graph=True)
+        (tggx,) = torch.autograd.grad((tgx * tgx).sum(), tx)
+        out[dtype] = [t.detach().double().numpy() for t in (ty, tgx, tggx)]
+    for ours, exact, theirs in zip((y.data, gx.data, ggx.data), out[torch.float64],
+                                   out[torch.float32]):
+        scale = np.abs(exact).max()
+        err = np.abs(ours - exact).max() / scale
+        torch_err = np.abs(theirs - exact).max() / scale
+        assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
 
 
 # --------------------------------------------------- GroupNorm / InstanceNorm + (leaky) ReLU

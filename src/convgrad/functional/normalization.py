@@ -149,10 +149,12 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
 
 
 def batch_norm_relu(input: Any, running_mean: Any, running_var: Any, weight: Any = None,
-                    bias: Any = None, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
-    """``relu(batch_norm(input, ..., training=True))`` as one fused kernel (an internal
-    entry point for callers that fuse the pair; the result and gradients are those of the
-    two calls)."""
+                    bias: Any = None, momentum: float = 0.1, eps: float = 1e-5,
+                    slope: float = 0.0) -> Tensor:
+    """``leaky_relu(batch_norm(input, ..., training=True), slope)`` (a ReLU for ``slope``
+    0) as one fused kernel each way (an internal entry point for callers that fuse the
+    pair; the result and gradients are those of the two calls).  A leaky ReLU is fused
+    where the compiled loops normalise; elsewhere it runs as its own operation."""
     fn = "batch_norm_relu"
     x = _channels_input(fn, input)
     c = x.shape[1]
@@ -165,8 +167,10 @@ def batch_norm_relu(input: Any, running_mean: Any, running_var: Any, weight: Any
     if count <= 1:
         raise ValueError(f"{fn}: expected more than 1 value per channel when training, "
                          f"got input of shape {x.shape}")
+    if slope and not (isinstance(x.data, np.ndarray) and kernels.fuses_leaky_relu(x.data)):
+        return _activation(batch_norm(x, rm, rv, weight, bias, True, momentum, eps), slope)
     stats: dict = {}
-    y = BatchNormReLU.apply(x, weight, bias, eps=eps, stats=stats)
+    y = BatchNormReLU.apply(x, weight, bias, eps=eps, stats=stats, slope=float(slope))
     _update(rm, momentum, stats["mean"])
     _update(rv, momentum, stats["var"] * (count / (count - 1)))
     return y

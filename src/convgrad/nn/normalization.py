@@ -18,6 +18,7 @@ import numpy as np
 
 from ..devices import check_device
 from ..functional import normalization as Fn
+from ..functional.activation import leaky_relu
 from ..functional.layer_input import layer_input
 from ..ops import jit
 from ..tensor import Tensor
@@ -121,17 +122,20 @@ class _BatchNorm(_NormBase):
         return self._normalize(input, relu=False)
 
     def forward_relu(self, input: Any, slope: float) -> Tensor:
-        """``relu(forward(input))`` (``slope`` is 0), fused into one kernel when the batch
-        statistics normalise (see :mod:`convgrad.nn.fusion`)."""
-        return self._normalize(input, relu=True)
+        """``leaky_relu(forward(input), slope)`` (a ReLU for ``slope`` 0), fused into one
+        kernel each way when the batch statistics normalise (see
+        :mod:`convgrad.nn.fusion`)."""
+        return self._normalize(input, relu=True, slope=slope)
 
     fuses_relu_after = forward  # see convgrad.nn.fusion
 
     def accepts_relu(self, slope: float) -> bool:
-        """oneDNN fuses a plain ReLU into batch normalisation, not a leaky one."""
-        return slope == 0
+        """A ReLU, or a leaky ReLU of positive slope (DCGAN's discriminator): the compiled
+        loops fuse either, oneDNN a plain ReLU (where neither runs, the leaky ReLU is its
+        own operation, as unfused)."""
+        return slope >= 0
 
-    def _normalize(self, input: Any, relu: bool) -> Tensor:
+    def _normalize(self, input: Any, relu: bool, slope: float = 0.0) -> Tensor:
         x = layer_input(type(self).__name__, input, self._reference())
         self._check_input(x)
         if x.shape[1] != self.num_features:
@@ -149,9 +153,12 @@ class _BatchNorm(_NormBase):
         keep = not self.training or self.track_running_stats  # buffers read or updated
         rm, rv = (self.running_mean, self.running_var) if keep else (None, None)
         if relu and use_batch_stats:
-            return Fn.batch_norm_relu(x, rm, rv, self.weight, self.bias, factor, self.eps)
+            return Fn.batch_norm_relu(x, rm, rv, self.weight, self.bias, factor, self.eps,
+                                      slope)
         y = Fn.batch_norm(x, rm, rv, self.weight, self.bias, use_batch_stats, factor, self.eps)
-        return y.relu() if relu else y
+        if not relu:
+            return y
+        return y.relu() if slope == 0 else leaky_relu(y, slope)
 
 
 class BatchNorm1d(_BatchNorm):

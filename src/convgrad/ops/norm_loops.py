@@ -84,8 +84,9 @@ def _compile(numba) -> Loops:
     # ``tile`` whole rows (TILE elements) with the per-channel vectors repeated along a
     # run; a narrower chunk is walked row by row (tile 1).  Run u starts at
     # ``r0 C + c0 + u step`` and ends at ``min(start + ln, r1 C)``.
-    def forward_rows(x, m, s, t, relu, y, bounds):
+    def forward_rows(x, m, s, t, relu, slope, y, bounds):
         c_len = x.shape[1]
+        k = np.float32(slope)
         xf, yf = x.reshape(-1), y.reshape(-1)
         for p in prange(bounds.shape[0]):
             r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
@@ -104,7 +105,7 @@ def _compile(numba) -> Loops:
                 if relu:
                     for j in range(e - o):
                         if ys[j] < 0:  # NaN stays NaN
-                            ys[j] = 0
+                            ys[j] = ys[j] * k if slope != 0 else 0
 
     def moments_rows(x, bounds, out):  # out[p] (3, W): origin k, sum (x - k), sum (x - k)^2
         c_len = x.shape[1]
@@ -132,8 +133,9 @@ def _compile(numba) -> Loops:
                     v2 += a2[i * w + c]
                 out[p, 0, c], out[p, 1, c], out[p, 2, c] = kt[c], v1, v2
 
-    def sums_rows(x, g, hi, m, s, t, relu, bounds, out):  # out[p]: sum g, sum g (x - hi)
+    def sums_rows(x, g, hi, m, s, t, relu, slope, bounds, out):  # out[p]: sum g, sum g (x - hi)
         c_len = x.shape[1]
+        k = np.float32(slope)
         xf, gf = x.reshape(-1), g.reshape(-1)
         for p in prange(bounds.shape[0]):
             r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
@@ -149,10 +151,10 @@ def _compile(numba) -> Loops:
                 o = r0 * c_len + c0 + u * step
                 e = min(o + ln, r1 * c_len)
                 xs, gs = xf[o:e], gf[o:e]
-                if relu:  # g where the output is positive
+                if relu:  # g where the output is positive, else g slope
                     for j in range(e - o):
                         y = np.float32((np.float64(xs[j]) - mt[j]) * st[j] + tt[j])
-                        gm[j] = gs[j] if y > 0 else 0
+                        gm[j] = gs[j] if y > 0 else (gs[j] * k if slope != 0 else 0)
                     gs = gm[:e - o]
                 for j in range(e - o):
                     a1[j] += gs[j]
@@ -164,8 +166,9 @@ def _compile(numba) -> Loops:
                     v2 += a2[i * w + c]
                 out[p, 0, c], out[p, 1, c] = v1, v2
 
-    def grad_rows(x, g, gx, hi, k, b, a, m, s, t, relu, bounds):
+    def grad_rows(x, g, gx, hi, k, b, a, m, s, t, relu, slope, bounds):
         c_len = x.shape[1]
+        ks = np.float32(slope)
         xf, gf, of = x.reshape(-1), g.reshape(-1), gx.reshape(-1)
         for p in prange(bounds.shape[0]):  # gx = a g + (k (x - hi) + b)
             r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
@@ -188,10 +191,12 @@ def _compile(numba) -> Loops:
                 if relu:
                     for j in range(e - o):
                         if not np.float32((np.float64(xs[j]) - mt[j]) * st[j] + tt[j]) > 0:
-                            os_[j] = np.float32(0) * at[j] + ((xs[j] - ht[j]) * kt[j] + bt[j])
+                            gj = gs[j] * ks if slope != 0 else np.float32(0)
+                            os_[j] = gj * at[j] + ((xs[j] - ht[j]) * kt[j] + bt[j])
 
     # ------------------------------------------------------------ ncs: (N, C, S)
-    def forward_ncs(x, m, s, t, relu, y, bounds):
+    def forward_ncs(x, m, s, t, relu, slope, y, bounds):
+        k = np.float32(slope)
         for p in prange(bounds.shape[0]):
             i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
             j0, j1 = bounds[p, 4], bounds[p, 5]
@@ -204,7 +209,7 @@ def _compile(numba) -> Loops:
                     if relu:
                         for j in range(j1 - j0):
                             if yr[j] < 0:
-                                yr[j] = 0
+                                yr[j] = yr[j] * k if slope != 0 else 0
 
     def moments_ncs(x, bounds, out):  # out[p] (3, A, W): per (sample, channel) row
         for p in prange(bounds.shape[0]):
@@ -226,7 +231,8 @@ def _compile(numba) -> Loops:
                     out[p, 1, i - i0, c - c0] = s1
                     out[p, 2, i - i0, c - c0] = s2
 
-    def sums_ncs(x, g, hi, m, s, t, relu, bounds, scratch, out):  # out[p] (2, W)
+    def sums_ncs(x, g, hi, m, s, t, relu, slope, bounds, scratch, out):  # out[p] (2, W)
+        k = np.float32(slope)
         for p in prange(bounds.shape[0]):
             i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
             j0, j1 = bounds[p, 4], bounds[p, 5]
@@ -239,7 +245,7 @@ def _compile(numba) -> Loops:
                     if relu:
                         for j in range(j1 - j0):
                             y = np.float32((np.float64(xr[j]) - mc) * sc + tc)
-                            gm[j] = gr[j] if y > 0 else 0
+                            gm[j] = gr[j] if y > 0 else (gr[j] * k if slope != 0 else 0)
                         gr = gm
                     for j in range(j1 - j0):
                         gb += gr[j]
@@ -247,7 +253,8 @@ def _compile(numba) -> Loops:
                 out[p, 0, c - c0] = gb
                 out[p, 1, c - c0] = gd
 
-    def grad_ncs(x, g, gx, hi, k, b, a, m, s, t, relu, bounds):
+    def grad_ncs(x, g, gx, hi, k, b, a, m, s, t, relu, slope, bounds):
+        ks = np.float32(slope)
         for p in prange(bounds.shape[0]):
             i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
             j0, j1 = bounds[p, 4], bounds[p, 5]
@@ -260,7 +267,8 @@ def _compile(numba) -> Loops:
                     if relu:
                         for j in range(j1 - j0):
                             if not np.float32((np.float64(xr[j]) - mc) * sc + tc) > 0:
-                                o[j] = np.float32(0) * ac + ((xr[j] - h) * kc + bc)
+                                gj = gr[j] * ks if slope != 0 else np.float32(0)
+                                o[j] = gj * ac + ((xr[j] - h) * kc + bc)
 
     # ------------------------------------- the affine step: y = x w + b per channel
     def affine_rows(x, w, b, scaled, shifted, y, bounds):

@@ -36,7 +36,7 @@ from .onednn.norm import NormPlan, batch_norm_plan
 from .registry import family
 
 __all__ = ["NORM", "batch_norm_backward", "batch_norm_forward", "batch_stats",
-           "channel_affine", "channel_affine_backward"]
+           "channel_affine", "channel_affine_backward", "fuses_leaky_relu"]
 
 #: the normalisation family: ``prefer("onednn")`` / ``prefer("numpy")`` pin it
 NORM = family("norm", ("onednn", "numba", "chunked", "numpy"))
@@ -351,6 +351,20 @@ def batch_stats(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return hi.reshape(-1).astype(np.float64) + lo, np.maximum(var, 0.0)
 
 
+def fuses_leaky_relu(x: np.ndarray) -> bool:
+    """Whether the compiled loops run ``x``'s batch normalisation, and so can end it in a
+    leaky ReLU (elsewhere oneDNN fuses only a plain ReLU: callers apply a leaky one as its
+    own operation)."""
+    chunks = _chunks(x)
+    return chunks is not None and chunks.loops is not None and NORM.pinned() != "onednn"
+
+
+def _compiled_only(leaky: float) -> None:
+    if leaky:
+        raise ValueError(f"batch norm: a leaky ReLU (slope={leaky!r}) is fused only where "
+                         "the compiled loops run (see fuses_leaky_relu)")
+
+
 def _split(mean: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
     """``mean`` as its rounding to ``dtype`` (what the kernels subtract) and the float64
     residual (folded into the shift: a mean of 50 rounded to float32 alone put 1.7e-6
@@ -362,12 +376,13 @@ def _split(mean: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
 
 def batch_norm_forward(x: np.ndarray, mean: np.ndarray, var: np.ndarray,
                        weight: np.ndarray | None, bias: np.ndarray | None, eps: float,
-                       relu: bool = False, training: bool = True
+                       relu: bool = False, training: bool = True, slope: float = 0.0
                        ) -> tuple[np.ndarray, np.ndarray | None]:
     """``y = (x - mean) (var + eps)^-1/2 weight + bias`` per channel (then ReLU with
-    ``relu``), in x's layout, and the fused ReLU's mask (a uint8 array, or None) for
-    :func:`batch_norm_backward`.  ``training``: the statistics are the batch's (a
-    training forward), else the running ones (inference)."""
+    ``relu``, a leaky one of ``slope`` > 0 where :func:`fuses_leaky_relu`), in x's layout,
+    and the fused ReLU's mask (a uint8 array, or None) for :func:`batch_norm_backward`.
+    ``training``: the statistics are the batch's (a training forward), else the running
+    ones (inference)."""
     c = x.shape[1]
     mean64, var64 = _stat(mean, np.float64), _stat(var, np.float64)
     s = _scale(var64, _stat(weight, x.dtype), eps)
@@ -380,8 +395,9 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, var: np.ndarray,
             rec.algorithm = chunks.algorithm
             y = np.empty_like(x)  # x is dense: its layout
             chunks.loop(lp["forward_rows" if chunks.rows else "forward_ncs"], x,
-                        args=(mean64, s, bias64, relu, chunks.view(y)))
+                        args=(mean64, s, bias64, relu, float(slope), chunks.view(y)))
             return y, None
+    _compiled_only(relu and slope)
     mean, lo = _split(mean, x.dtype)
     var = _stat(var, x.dtype)
     # the mean's residual: y = (x - hi) inv w + (b - inv w lo)
@@ -442,11 +458,12 @@ def _reference_forward(x, mean, scale, shift, relu, out) -> np.ndarray:
 def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.ndarray,
                         weight: np.ndarray | None, bias: np.ndarray | None, eps: float,
                         need: tuple[bool, bool, bool], relu_mask: np.ndarray | None = None,
-                        relu: bool = False) -> tuple:
+                        relu: bool = False, slope: float = 0.0) -> tuple:
     """The gradients (x, weight, bias) of a training :func:`batch_norm_forward` (batch
     statistics differentiated) at ``g``; None for those ``need`` does not ask.  A fused
     ReLU's gradient comes from ``relu_mask`` (oneDNN's) or, in the reference, from the
-    output recomputed from x (``relu``; ``bias`` is read for it)."""
+    output recomputed from x (``relu``; ``bias`` is read for it); a leaky one's
+    (``slope`` > 0) from the output recomputed by the compiled loops."""
     var64 = _stat(var, np.float64)
     mean, lo = _split(mean, x.dtype)
     var, weight = _stat(var, x.dtype), _stat(weight, x.dtype)
@@ -475,13 +492,14 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
         if chunks is not None:
             rec.algorithm = chunks.algorithm
             return _chunked_backward(chunks, g, x, mean, lo, var64, weight, bias, eps, need,
-                                     relu)
+                                     relu, slope)
+        _compiled_only(relu and slope)
         rec.algorithm = "numpy"
         return _reference_backward(g, x, mean, lo, var64, weight, bias, eps, need, relu)
 
 
 def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, need,
-                      relu) -> tuple:
+                      relu, slope=0.0) -> tuple:
     """The reference's rule on chunks (:class:`_Chunks`), two passes over memory, with
     ``d = x - hi`` recomputed in each chunk and ``xh = inv d - inv lo``:
     ``gb = sum g``, ``gw = sum g xh = inv (sum g d - lo gb)``; then
@@ -497,7 +515,8 @@ def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, nee
     gx = np.empty_like(x) if need[0] else None  # x is dense: its layout
     if lp is not None:  # the compiled passes: the ReLU's mask recomputed in each
         return _looped_backward(chunks, lp, g, x, hi, lo, inv, weight, bias, n, need, gx,
-                                relu)
+                                relu, slope)
+    _compiled_only(relu and slope)
     if relu:  # the output recomputed as the forward rounds it: y = s d + t
         s = inv if weight is None else inv * weight
         t = ((0.0 if bias is None else bias.astype(np.float64)) - s * lo).astype(x.dtype)
@@ -540,7 +559,7 @@ def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, nee
 
 
 def _looped_backward(chunks: _Chunks, lp: dict, g, x, hi, lo, inv, weight, bias, n, need,
-                     gx, relu) -> tuple:
+                     gx, relu, slope=0.0) -> tuple:
     """:func:`_chunked_backward`'s two passes as the compiled loops (:mod:`.norm_loops`),
     a fused ReLU's mask from the forward's output recomputed as it computed it, from the
     float64 mean ``m``, scale ``s`` and shift ``t``."""
@@ -548,8 +567,8 @@ def _looped_backward(chunks: _Chunks, lp: dict, g, x, hi, lo, inv, weight, bias,
     m = hi.astype(np.float64) + lo
     s = inv if weight is None else inv * weight
     t = np.zeros(c) if bias is None else bias.astype(np.float64)
-    out = chunks.loop(lp["sums_" + kind], x, g, args=(hi, m, s, t, relu), out=(2, chunks.width),
-                      scratch=0 if chunks.rows else chunks.span)
+    out = chunks.loop(lp["sums_" + kind], x, g, args=(hi, m, s, t, relu, float(slope)),
+                      out=(2, chunks.width), scratch=0 if chunks.rows else chunks.span)
     # the sums combined and every per-channel coefficient in one compiled call (NumPy's
     # dozen small operations here cost 15-20 us a call, as much as a late ResNet
     # layer's pass), the arithmetic of _chunked_backward's in the same order
@@ -557,7 +576,8 @@ def _looped_backward(chunks: _Chunks, lp: dict, g, x, hi, lo, inv, weight, bias,
     lp["backward_coefficients"](out, chunks.bound_array(), inv, lo,
                                 _ones32(c) if weight is None else weight, n, gw, gb, k, b, a)
     if need[0]:
-        chunks.loop(lp["grad_" + kind], x, g, gx, args=(hi, k, b, a, m, s, t, relu))
+        chunks.loop(lp["grad_" + kind], x, g, gx,
+                    args=(hi, k, b, a, m, s, t, relu, float(slope)))
     return gx, (gw if need[1] else None), (gb if need[2] else None)
 
 

@@ -85,10 +85,11 @@ class BatchNorm(Function):
 
     @classmethod
     def forward(cls, ctx: Context, x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
-                eps: float, stats: dict | None = None) -> np.ndarray:
+                eps: float, stats: dict | None = None, slope: float = 0.0) -> np.ndarray:
         mean, var = kernels.batch_stats(x)
-        y, ctx.mask = kernels.batch_norm_forward(x, mean, var, w, b, eps, relu=cls.relu)
-        ctx.eps, ctx.mean, ctx.var = eps, mean, var
+        y, ctx.mask = kernels.batch_norm_forward(x, mean, var, w, b, eps, relu=cls.relu,
+                                                 slope=slope)
+        ctx.eps, ctx.mean, ctx.var, ctx.slope = eps, mean, var, slope
         if stats is not None:
             stats["mean"], stats["var"] = mean, var
         return y
@@ -100,16 +101,17 @@ class BatchNorm(Function):
         if not is_grad_enabled():
             return kernels.batch_norm_backward(
                 g.data, x.data, ctx.mean, ctx.var, None if w is None else w.data,
-                None if b is None else b.data, ctx.eps, need, ctx.mask, cls.relu)
+                None if b is None else b.data, ctx.eps, need, ctx.mask, cls.relu, ctx.slope)
         # create_graph: the same rule as recorded Tensor operations of x (and w)
         dims = (0, *range(2, x.ndim))
         shape = (1, -1) + (1,) * (x.ndim - 2)
         inv = _inv_std(x, dims, ctx.eps)
         xh = (x - x.mean(dims, keepdim=True)) * inv
-        if cls.relu:  # ReLU's derivative: a constant mask where the output is positive
+        if cls.relu:  # the (leaky) ReLU's derivative: 1 where the output is positive, else
+            # the slope (0 for a ReLU): a constant
             y = xh.data * (1.0 if w is None else w.data.reshape(shape))
             y = y + (0.0 if b is None else b.data.reshape(shape))
-            g = g * type(g)._wrap((y > 0).astype(g.dtype))
+            g = g * type(g)._wrap(np.where(y > 0, 1.0, ctx.slope).astype(g.dtype))
         gw = (g * xh).sum(dims) if need[1] else None
         gb = g.sum(dims) if need[2] else None
         gx = None
@@ -209,8 +211,10 @@ class GroupNormReLU(GroupNorm):
 
 
 class BatchNormReLU(BatchNorm):
-    """``relu(batch_norm(x))`` in training, one kernel (oneDNN's ``fuse_norm_relu``: its
-    backward reads the forward's bit mask), for callers that fuse the pair."""
+    """``relu(batch_norm(x))`` in training, one kernel each way, for callers that fuse the
+    pair: the compiled loops (the mask recomputed from x in the backward; a leaky ReLU of
+    ``slope`` > 0 too), or oneDNN's ``fuse_norm_relu`` (its backward reads the forward's
+    bit mask; a plain ReLU only)."""
 
     reads = (0, 1, 2)
     relu = True
