@@ -336,23 +336,34 @@ def test_batchnorm_leaky_relu_fused_matches_torch_float64(channels_last):
     rule too)."""
     if not bn_loops_run():
         pytest.skip("the fused leaky ReLU needs the compiled loops (Numba)")
-    x_np = _input(2, channels_last=channels_last) * 3.0 + 1.0
     model = nn.Sequential(nn.BatchNorm2d(6), nn.LeakyReLU(0.2))
     model[0].weight.data[...] = np.linspace(0.5, 1.5, 6, dtype=np.float32)
     model[0].bias.data[...] = np.linspace(-0.8, 0.8, 6, dtype=np.float32)
-    x = cg.tensor(x_np, requires_grad=True)
-    y = model(x)
-    assert y.grad_fn.op.__name__ == "BatchNormReLU"  # the fused node was recorded
-    (gx,) = cg.autograd.grad((y * y).sum(), x, create_graph=True)
-    (ggx,) = cg.autograd.grad((gx * gx).sum(), x)
-    out = {}
-    for dtype in (torch.float64, torch.float32):
+
+    def torch_model(dtype):
         tm = torch.nn.Sequential(torch.nn.BatchNorm2d(6), torch.nn.LeakyReLU(0.2))
         with torch.no_grad():
             tm[0].weight.copy_(torch.from_numpy(model[0].weight.data))
             tm[0].bias.copy_(torch.from_numpy(model[0].bias.data))
-        tm = tm.to(dtype)
-        tx = _torch_input(x_np, dtype, 2, channels_last)
+        return tm.to(dtype)
+
+    _two_orders_match_torch(model, "BatchNormReLU", torch_model,
+                            _input(2, channels_last=channels_last) * 3.0 + 1.0, channels_last)
+
+
+def _two_orders_match_torch(model, fused, torch_model, x_np, channels_last):
+    """``model`` records the fused node ``fused``; its output, the gradient of sum(y^2)
+    and (create_graph) the gradient of that gradient's sum of squares are within twice
+    torch float32's error of torch float64's (``torch_model(dtype)``, same layout)."""
+    x = cg.tensor(x_np, requires_grad=True)
+    y = model(x)
+    assert y.grad_fn.op.__name__ == fused  # the fused node was recorded
+    (gx,) = cg.autograd.grad((y * y).sum(), x, create_graph=True)
+    (ggx,) = cg.autograd.grad((gx * gx).sum(), x)
+    out = {}
+    for dtype in (torch.float64, torch.float32):
+        tm = torch_model(dtype)
+        tx = _torch_input(x_np, dtype, x_np.ndim - 2, channels_last)
         ty = tm(tx)
         (tgx,) = torch.autograd.grad((ty * ty).sum(), tx, create_graph=True)
         (tggx,) = torch.autograd.grad((tgx * tgx).sum(), tx)
@@ -514,26 +525,10 @@ def test_second_order_gradients_through_the_fused_norm_activation(slope):
     if not group_norm_kernels_run():
         pytest.skip("the group norm kernels need Numba")
     model = _norm_act("group", 2, slope)
-    x_np = _input(2, channels_last=True) * 2.0 + 0.3
-    x = cg.tensor(x_np, requires_grad=True)
-    y = model(x)
-    assert y.grad_fn.op.__name__ == "GroupNormReLU"  # the fused node was recorded
-    (gx,) = cg.autograd.grad((y * y).sum(), x, create_graph=True)
-    (ggx,) = cg.autograd.grad((gx * gx).sum(), x)
-    out = {}
-    for dtype in (torch.float64, torch.float32):
-        tm = _torch_norm_act(model, "group", 2, slope, dtype, True)
-        tx = _torch_input(x_np, dtype, 2, True)
-        ty = tm(tx)
-        (tgx,) = torch.autograd.grad((ty * ty).sum(), tx, create_graph=True)
-        (tggx,) = torch.autograd.grad((tgx * tgx).sum(), tx)
-        out[dtype] = [t.detach().double().numpy() for t in (tgx, tggx)]
-    for ours, exact, theirs in zip((gx.data, ggx.data), out[torch.float64],
-                                   out[torch.float32]):
-        scale = np.abs(exact).max()
-        err = np.abs(ours - exact).max() / scale
-        torch_err = np.abs(theirs - exact).max() / scale
-        assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+    _two_orders_match_torch(
+        model, "GroupNormReLU",
+        lambda dtype: _torch_norm_act(model, "group", 2, slope, dtype, True),
+        _input(2, channels_last=True) * 2.0 + 0.3, True)
 
 
 @pytest.mark.parametrize("norm", ["group", "batch"])
