@@ -1,5 +1,7 @@
 """Conv + LeakyReLU in a Sequential run as one oneDNN primitive: same bits, less work."""
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -327,6 +329,68 @@ def test_batchnorm_leaky_relu_fused_equals_unfused_bit_for_bit(nd, slope, channe
         y, grads, _, names = _bn_run(model, x)
     assert "leaky_relu_forward" in names
     np.testing.assert_allclose(y, runs[0][0][0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("pin", ["numpy", "onednn", "chunked"])
+def test_a_fused_leaky_pair_differentiates_under_another_pin(pin):
+    """The forward fused on the compiled loops, the backward pinned elsewhere (no fused
+    leaky ReLU there): the activation's derivative is applied as its own step. Oracle:
+    torch float64's gradients; ours within twice torch float32's error, on the
+    channels-last layout the fused forward produced."""
+    if not bn_loops_run():
+        pytest.skip("the fused leaky ReLU needs the compiled loops (Numba)")
+    if pin == "onednn" and not onednn_available():
+        pytest.skip("oneDNN unavailable")
+    x_np = _input(2, channels_last=True) * 3.0 + 1.0
+    model = nn.Sequential(nn.BatchNorm2d(6), nn.LeakyReLU(0.2))
+    x = cg.tensor(x_np, requires_grad=True)
+    with cg.profile() as prof:
+        y = model(x)
+        with prefer(pin):
+            (y * y).sum().backward()
+    ran = {(e.name, e.algorithm) for e in prof.of("norm")}
+    assert ("batch_norm_forward_training", "numba") in ran
+    assert not any(n == "batch_norm_backward" and a == "numba" for n, a in ran), ran
+    out = {}
+    for dtype in (torch.float64, torch.float32):
+        tm = torch.nn.Sequential(torch.nn.BatchNorm2d(6), torch.nn.LeakyReLU(0.2)).to(dtype)
+        tx = _torch_input(x_np, dtype, 2, True)
+        ty = tm(tx)
+        (ty * ty).sum().backward()
+        out[dtype] = [t.detach().double().numpy() for t in
+                      (ty, tx.grad, tm[0].weight.grad, tm[0].bias.grad)]
+    ours = [y.data, x.grad.data, model[0].weight.grad.data, model[0].bias.grad.data]
+    for a, exact, theirs in zip(ours, out[torch.float64], out[torch.float32]):
+        scale = np.abs(exact).max()
+        err = np.abs(a - exact).max() / scale
+        torch_err = np.abs(theirs - exact).max() / scale
+        assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+
+
+@pytest.mark.parametrize("pin", [None, "numpy", "onednn"])
+def test_the_kernel_s_leaky_forward_is_the_plain_forward_then_the_activation(pin):
+    """batch_norm_forward(relu=True, slope=s) on any algorithm: the plain forward's
+    output on the same algorithm with y < 0 (and -0, NaN kept) times float32(s)."""
+    from convgrad.ops.normalization import batch_norm_forward, batch_stats
+
+    if pin == "onednn" and not onednn_available():
+        pytest.skip("oneDNN unavailable")
+    x = _input(2, channels_last=True) * 3.0 + 1.0
+    x[0, 2] = np.nan
+    w, b = np.linspace(0.5, 1.5, 6, dtype=np.float32), np.linspace(-1, 1, 6, dtype=np.float32)
+    with prefer(pin) if pin else contextlib.nullcontext():
+        mean, var = batch_stats(x)
+        plain, _ = batch_norm_forward(x, mean, var, w, b, 1e-5)
+        with cg.profile() as prof:
+            leaky, _ = batch_norm_forward(x, mean, var, w, b, 1e-5, relu=True, slope=0.2)
+    expected = np.where(plain > 0, plain, plain * np.float32(0.2))
+    assert expected.dtype == np.float32 and (expected < 0).any() and np.isnan(expected).any()
+    assert np.array_equal(leaky.view(np.uint32), expected.view(np.uint32))
+    ran = {e.algorithm for e in prof.of("norm")}
+    if pin is None and bn_loops_run():
+        assert ran == {"numba"}
+    else:
+        assert "numba" not in ran, ran
 
 
 @pytest.mark.parametrize("channels_last", [False, True])

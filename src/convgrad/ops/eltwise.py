@@ -39,8 +39,7 @@ from .parallel import num_threads, run_chunks
 from .registry import family
 
 __all__ = ["ACTIVATIONS", "ELTWISE", "FLOAT64_CHUNK", "MIN_BINARY_SIZE", "MIN_COMPILED_RELU_SIZE",
-           "MIN_ONEDNN_SIZE",
-           "MIN_PIECEWISE_SIZE", "activation", "activation_grad",
+           "MIN_ONEDNN_SIZE", "MIN_PIECEWISE_SIZE", "activation", "activation_grad",
            "bce_with_logits", "binary", "log_sigmoid"]
 
 #: the eltwise family: ``prefer("numpy")`` pins the Functions' NumPy code

@@ -380,18 +380,9 @@ def _compile(numba) -> Loops:
         for c in range(var.shape[0]):
             var[c] = var[c] / n
 
-    def combine_sums(out, bounds, total):
-        # total (S, C) = the chunks' out[p] (S, W) added in chunk order at their channels
-        total[:] = 0.0
-        for p in range(bounds.shape[0]):
-            c0, c1 = bounds[p, 2], bounds[p, 3]
-            for s in range(out.shape[1]):
-                for c in range(c1 - c0):
-                    total[s, c0 + c] += out[p, s, c]
-
     def backward_coefficients(out, bounds, inv, lo, w, n, gw, gb, k, b, a):
-        # the backward's sums (out as combine_sums reads it: sum g, sum g (x - hi)) added
-        # in chunk order, then, per channel, in float64 and rounded once to float32:
+        # the backward's sums (out[p] (2, W): sum g, sum g (x - hi) of chunk p's channels)
+        # added in chunk order, then, per channel, in float64 and rounded once to float32:
         # gw = inv (gd - lo gb), a = inv w, k = -a gw / n, and the second pass's
         # gx = a g + k (x - hi) + b with k scaled by inv, b = -a gb / n - k inv lo
         total = np.zeros((2, inv.shape[0]))
@@ -413,7 +404,6 @@ def _compile(numba) -> Loops:
 
     serial = numba.njit(nogil=True, cache=True)
     passes["combine_moments"] = serial(combine_moments)
-    passes["combine_sums"] = serial(combine_sums)
     passes["backward_coefficients"] = serial(backward_coefficients)
 
     for fn, wrap in ((forward_rows, plain), (moments_rows, plain), (sums_rows, plain),

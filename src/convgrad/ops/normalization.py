@@ -359,10 +359,11 @@ def fuses_leaky_relu(x: np.ndarray) -> bool:
     return chunks is not None and chunks.loops is not None and NORM.pinned() != "onednn"
 
 
-def _compiled_only(leaky: float) -> None:
-    if leaky:
-        raise ValueError(f"batch norm: a leaky ReLU (slope={leaky!r}) is fused only where "
-                         "the compiled loops run (see fuses_leaky_relu)")
+def _leaky(y: np.ndarray, slope: float) -> np.ndarray:
+    """``y`` times ``slope`` where not positive, in place, in y's float type (as the
+    LeakyReLU Function and the compiled loops compute it; NaN and -0 kept)."""
+    np.copyto(y, y * y.dtype.type(slope), where=~(y > 0))
+    return y
 
 
 def _split(mean: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -397,7 +398,9 @@ def batch_norm_forward(x: np.ndarray, mean: np.ndarray, var: np.ndarray,
             chunks.loop(lp["forward_rows" if chunks.rows else "forward_ncs"], x,
                         args=(mean64, s, bias64, relu, float(slope), chunks.view(y)))
             return y, None
-    _compiled_only(relu and slope)
+    if relu and slope:  # a leaky ReLU outside the compiled loops (a pin): its own step
+        return _leaky(batch_norm_forward(x, mean, var, weight, bias, eps,
+                                         training=training)[0], slope), None
     mean, lo = _split(mean, x.dtype)
     var = _stat(var, x.dtype)
     # the mean's residual: y = (x - hi) inv w + (b - inv w lo)
@@ -463,7 +466,12 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
     statistics differentiated) at ``g``; None for those ``need`` does not ask.  A fused
     ReLU's gradient comes from ``relu_mask`` (oneDNN's) or, in the reference, from the
     output recomputed from x (``relu``; ``bias`` is read for it); a leaky one's
-    (``slope`` > 0) from the output recomputed by the compiled loops."""
+    (``slope`` > 0) from the output recomputed by the compiled loops (outside them, as
+    when a pin differs from the forward's, by a forward recomputed here)."""
+    if relu and slope and not fuses_leaky_relu(x):
+        y = batch_norm_forward(x, mean, var, weight, bias, eps)[0]
+        g = np.where(y > 0, g, g * g.dtype.type(slope))  # the leaky ReLU's derivative
+        relu, slope = False, 0.0
     var64 = _stat(var, np.float64)
     mean, lo = _split(mean, x.dtype)
     var, weight = _stat(var, x.dtype), _stat(weight, x.dtype)
@@ -493,7 +501,6 @@ def batch_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
             rec.algorithm = chunks.algorithm
             return _chunked_backward(chunks, g, x, mean, lo, var64, weight, bias, eps, need,
                                      relu, slope)
-        _compiled_only(relu and slope)
         rec.algorithm = "numpy"
         return _reference_backward(g, x, mean, lo, var64, weight, bias, eps, need, relu)
 
@@ -516,7 +523,6 @@ def _chunked_backward(chunks: _Chunks, g, x, hi, lo, var, weight, bias, eps, nee
     if lp is not None:  # the compiled passes: the ReLU's mask recomputed in each
         return _looped_backward(chunks, lp, g, x, hi, lo, inv, weight, bias, n, need, gx,
                                 relu, slope)
-    _compiled_only(relu and slope)
     if relu:  # the output recomputed as the forward rounds it: y = s d + t
         s = inv if weight is None else inv * weight
         t = ((0.0 if bias is None else bias.astype(np.float64)) - s * lo).astype(x.dtype)

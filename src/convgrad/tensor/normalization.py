@@ -102,16 +102,22 @@ class BatchNorm(Function):
             return kernels.batch_norm_backward(
                 g.data, x.data, ctx.mean, ctx.var, None if w is None else w.data,
                 None if b is None else b.data, ctx.eps, need, ctx.mask, cls.relu, ctx.slope)
-        # create_graph: the same rule as recorded Tensor operations of x (and w)
+        # create_graph: the same rule as recorded Tensor operations of x (and w), evaluated
+        # in float64 for float32 operands and cast back (recorded casts): in float32 its
+        # cancellations put 2.5-3x torch's float32 error into the first-order gradient
+        dtype = x.dtype
+        if dtype == np.float32:
+            x, g = x.double(), g.double()
+            w = None if w is None else w.double()
         dims = (0, *range(2, x.ndim))
         shape = (1, -1) + (1,) * (x.ndim - 2)
         inv = _inv_std(x, dims, ctx.eps)
         xh = (x - x.mean(dims, keepdim=True)) * inv
-        if cls.relu:  # the (leaky) ReLU's derivative: 1 where the output is positive, else
-            # the slope (0 for a ReLU): a constant
+        if cls.relu:  # the (leaky) ReLU's derivative: 1 where the output (rounded as the
+            # forward rounds it) is positive, else the slope (0 for a ReLU): a constant
             y = xh.data * (1.0 if w is None else w.data.reshape(shape))
-            y = y + (0.0 if b is None else b.data.reshape(shape))
-            g = g * type(g)._wrap(np.where(y > 0, 1.0, ctx.slope).astype(g.dtype))
+            y = (y + (0.0 if b is None else b.data.reshape(shape))).astype(dtype)
+            g = g * type(g)._wrap(np.where(y > 0, 1.0, dtype.type(ctx.slope)).astype(g.dtype))
         gw = (g * xh).sum(dims) if need[1] else None
         gb = g.sum(dims) if need[2] else None
         gx = None
@@ -120,7 +126,7 @@ class BatchNorm(Function):
             # xh = (x - m) s; dx = s (gs - mean(gs) - xh mean(gs xh)), gs = g w
             gx = inv * (gs - gs.mean(dims, keepdim=True)
                         - xh * (gs * xh).mean(dims, keepdim=True))
-        return gx, gw, gb
+        return tuple(None if t is None else t.to(dtype) for t in (gx, gw, gb))
 
 
 class ChannelAffine(Function):
