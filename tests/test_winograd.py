@@ -4,7 +4,9 @@ which kernel ran.
 
 Winograd's F(2x2, 3x3) (``convgrad.ops.winograd``) runs the forward and the input
 gradient of unstrided 3x3 2-D convolutions of channels-last float32 activations: pinned
-(``prefer("winograd")``), or chosen by the dispatch at 64-128 channels with enough tiles.
+(``prefer("winograd")``), or chosen by the dispatch at 64-128 channels with enough tiles
+on an AMD processor (the vendor is set for these tests, so they check the rule on any
+machine; a test below checks that an Intel processor keeps oneDNN).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 
 import convgrad as cg
 import convgrad.nn.functional as F
-from convgrad.ops import kernels, prefer, winograd
+from convgrad.ops import cpu, kernels, prefer, winograd
 from convgrad.ops.spec import ConvSpec
 
 torch = pytest.importorskip("torch")
@@ -29,6 +31,15 @@ CASES = [  # (N, C, O, H, W, ((lo, hi), (lo, hi)) padding)
     (2, 130, 66, 7, 9, ((0, 0), (0, 0))),     # no padding: 3 chunks of summed channels
     (1, 16, 8, 11, 6, ((-1, 2), (1, -1))),    # crops (negative padding)
 ]
+
+
+REAL_VENDOR = cpu.vendor  # before the fixture below replaces it
+
+
+@pytest.fixture(autouse=True)
+def amd_processor(monkeypatch):
+    """The dispatch sees an AMD processor, where it takes Winograd (see dispatch)."""
+    monkeypatch.setattr(cpu, "vendor", lambda: "AuthenticAMD")
 
 
 def _np(v) -> np.ndarray:
@@ -160,6 +171,35 @@ def test_dispatch_takes_winograd_where_it_measured_faster():
     runs = _algorithms(x, w, padding=1)
     assert runs["conv_forward"] == runs["conv_input_grad"] == "winograd", runs
     assert runs["conv_weight_grad"].startswith("onednn"), runs  # slower there
+
+
+@pytest.mark.parametrize("vendor", ["GenuineIntel", "", "ARM"])
+def test_dispatch_keeps_onednn_on_other_processors(monkeypatch, vendor):
+    """Where Winograd measured slower than oneDNN's direct kernels (an Intel Xeon), or
+    was never measured, the same shape stays on oneDNN; pinned, it still runs."""
+    monkeypatch.setattr(cpu, "vendor", lambda: vendor)
+    rng = np.random.default_rng(5)
+    x = _cl(rng.standard_normal((8, 64, 32, 32)).astype(np.float32))
+    w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32) / 24
+    runs = _algorithms(x, w, padding=1)
+    assert all(a.startswith("onednn") for a in runs.values()), runs
+    with prefer("winograd"):
+        runs = _algorithms(x, w, padding=1)
+    assert runs["conv_forward"] == runs["conv_input_grad"] == "winograd", runs
+
+
+def test_the_vendor_is_read_from_the_processor():
+    """``cpu.vendor`` (unpatched) is what /proc/cpuinfo names, where there is one."""
+    import pathlib
+
+    info = pathlib.Path("/proc/cpuinfo")
+    if not info.exists():
+        pytest.skip("no /proc/cpuinfo")
+    ids = {ln.split(":", 1)[1].strip() for ln in info.read_text().splitlines()
+           if ln.startswith("vendor_id")}
+    if not ids:
+        pytest.skip("no vendor_id in /proc/cpuinfo")
+    assert REAL_VENDOR() in ids
 
 
 @pytest.mark.parametrize("why,shape,wshape,kw,layout", [

@@ -31,7 +31,7 @@ from math import prod
 
 import numpy as np
 
-from . import direct, jit, layouts, onednn, relayout, winograd
+from . import cpu, direct, jit, layouts, onednn, relayout, winograd
 from . import fft as fft_mod
 from .im2col import im2col_conv
 from .lowering import Lowered, lower
@@ -503,9 +503,16 @@ def _fft_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
 # 5.50 and 4.27 / 5.72; but (8, 128, 16, 16) 2.60 / 2.74 and 2.49 / 2.76 (512 tiles,
 # 1.05-1.08x in other runs), (4, 64, 16, 16) 0.49 / 0.41, 48 channels 1.77 / 1.62, 32
 # 3.25 / 2.76, 96 7.46 / 6.80, 256 3.89 / 2.67.  (The weight gradient has no Winograd
-# form here: see :mod:`.winograd`.)
+# form here: see :mod:`.winograd`.)  Those were an AMD EPYC's (Zen 4: AVX-512 on 256-bit
+# units, oneDNN's direct kernels at 100-250 GFLOP/s).  On an Intel Xeon (AVX-512 on
+# 512-bit units, 2 MiB L2) the direct kernels run at NumPy's matmul ceiling (309 of 319
+# GFLOP/s) and Winograd, whose tile transforms are bound by memory, lost on every shape
+# above: (16, 64, 32, 32) 4.00 / 3.79, (8, 64, 32, 32) 2.19 / 2.00, (8, 128, 16, 16)
+# 2.44 / 2.15, (8, 64, 56, 56) 6.30 / 5.69 (at 512 KiB, 1 MiB and 2 MiB blocks alike).
+# So the dispatch takes it on the vendors' cores where it was measured faster only.
 WINOGRAD_CHANNELS = (64, 128)
 WINOGRAD_MIN_TILES = 2048
+WINOGRAD_VENDORS = ("AuthenticAMD",)
 
 
 def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
@@ -523,6 +530,8 @@ def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tup
     if pass_ == Pass.WEIGHT_GRAD or rhs.shape[2:] != (3, 3) or not layouts.is_channels_last(lhs):
         return None
     if pinned is None:
+        if cpu.vendor() not in WINOGRAD_VENDORS:
+            return None
         low, high = WINOGRAD_CHANNELS
         if not all(low <= c <= high for c in (lhs.shape[1], out_shape[1])):
             return None

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from ...ops import cpu
 from .errors import max_rel_error
 from .peers import Impl, Prepared
 from .workloads import Inputs, Workload
@@ -266,17 +267,6 @@ def matmul_peak(n: int = 2048, runs: int = 5) -> dict:
     return {"n": n, "runs": runs, "median_ms": med * 1e3, "gflops": 2.0 * n ** 3 / med / 1e9}
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _dist_version(name: str) -> str | None:
     from importlib import metadata
 
@@ -321,7 +311,7 @@ def collect_environment(versions: dict[str, str], impls: Sequence[Impl] = ()) ->
                      "threadpoolctl": _dist_version("threadpoolctl")},
         "threadpool_info": pools,
         "threads": threads,
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu.model(),
         "cpu_count": os.cpu_count(),
         "cpus_usable": usable,
         "env": {k: os.environ.get(k) for k in ENV_VARS},
