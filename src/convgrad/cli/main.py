@@ -112,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--breakdown", default=None, metavar="IDS",
                    help="instead of the suite: a per-layer and per-kind time breakdown of "
                    "one training step of these networks (N3-N6), convgrad vs torch")
+    p.add_argument("--cold-start", default=None, metavar="IDS",
+                   help="instead of the suite: each network's first training step in a "
+                   "fresh process (import, build, first step), convgrad vs torch (N1-N6)")
     p.add_argument("--json", default=None, help="write results as JSON to this file")
     p.add_argument("--plot", default=None, help="write a PNG chart of the ratios to this file")
     p.add_argument("--only", default=None,

@@ -75,6 +75,10 @@ def run_bench(args: Any) -> int:
         from .breakdown import run_breakdown
 
         return run_breakdown(args)
+    if getattr(args, "cold_start", None):
+        from .cold import run_cold_start
+
+        return run_cold_start(args)
     session = _load(args)
     if isinstance(session, int):
         return session
