@@ -10,7 +10,8 @@ one of them is descheduled.  ``CONVGRAD_NUM_THREADS`` sets ``n``; without it,
 threads and OpenMP's own, read once at start: a dask worker process is started with it
 set to 1, so several single-threaded workers on one machine do not oversubscribe its
 cores, while a dask nanny running in this process sets it for its workers afterwards
-and must not make this process single-threaded); without either, the usable cores.
+and must not make this process single-threaded); without either, the usable cores (read
+once).
 Without threadpoolctl the chunks run in order on the caller's thread and BLAS keeps its
 own threading.
 """
@@ -44,10 +45,14 @@ def num_threads() -> int:
         env = env.strip()
         if env.isdigit() and int(env) >= 1:
             return int(env)
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    cores = _state.get("cores")
+    if cores is None:  # read once (a system call each kernel asked, before), as OpenMP does
+        try:
+            cores = max(1, len(os.sched_getaffinity(0)))
+        except AttributeError:  # pragma: no cover - not Linux
+            cores = max(1, os.cpu_count() or 1)
+        _state["cores"] = cores
+    return cores
 
 
 def set_num_threads(n: int) -> None:
