@@ -9,7 +9,15 @@ import pytest
 import convgrad as cg
 import convgrad.functional as F
 from convgrad import nn
-from convgrad.ops import layouts, onednn_available, parallel, reduction, reduction_loops, relayout
+from convgrad.ops import (
+    copy_loops,
+    layouts,
+    onednn_available,
+    parallel,
+    reduction,
+    reduction_loops,
+    relayout,
+)
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -266,16 +274,19 @@ def test_copies_oneDNN_cannot_take_run_in_numpy():
                                         ((4, 24, 128, 128), 2), ((8, 256, 8, 8), 1)])
 def test_a_large_float32_concatenation_copies_each_part_on_onednn(shape, dim):
     """Parts of one layout (channels-last here) each copied into its slice of a
-    channels-last output: oneDNN's reorder where available and the parts are large (the
-    profiler says so; small ones are one NumPy call), the values torch's ``cat`` bit for
-    bit, each part's gradient its slice."""
+    channels-last output: along C, every pixel's row of channels, the compiled row copy
+    where Numba runs (:mod:`convgrad.ops.copy_loops`); else oneDNN's reorder where
+    available and the parts are large (the profiler says so; small ones are one NumPy
+    call), the values torch's ``cat`` bit for bit, each part's gradient its slice."""
     a, b = _cl(shape), _cl(shape)
     ca, cb = cg.tensor(a, requires_grad=True), cg.tensor(b, requires_grad=True)
     with cg.profile() as prof:
         y = cg.cat([ca, cb], dim=dim)
     large = np.prod(shape) >= relayout.COPY_MIN_SIZE
-    assert [(e.name, e.algorithm) for e in prof.of("layout")] == [
-        ("concatenate", "onednn" if onednn_available() and large else "numpy")]
+    rows = (dim == 1 and 2 * np.prod(shape) >= relayout.ROWS_MIN_SIZE
+            and copy_loops.loops() is not None)
+    want = "numba" if rows else "onednn" if onednn_available() and large else "numpy"
+    assert [(e.name, e.algorithm) for e in prof.of("layout")] == [("concatenate", want)]
     assert layouts.is_channels_last(y.data)
     np.testing.assert_array_equal(y.data, torch.cat([torch.from_numpy(a),
                                                      torch.from_numpy(b)], dim).numpy())

@@ -22,7 +22,7 @@ __all__ = ["ALIGNMENT", "LAYOUT", "axis_view", "channels_last_strides", "dense_c
 
 #: conversions between layouts: ``onednn`` (a reorder: a step of a oneDNN plan, or
 #: :func:`.relayout.copy`), ``numpy`` (a copy)
-LAYOUT = family("layout", ("onednn", "numpy"))
+LAYOUT = family("layout", ("onednn", "numba", "numpy"))
 
 #: bytes: the alignment of oneDNN's arena buffers and of :func:`empty` on request,
 #: oneDNN's assumption for the arrays it writes: its resampling kernel stores a large

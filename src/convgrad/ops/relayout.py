@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import layouts
+from . import copy_loops, layouts
 from .onednn import copy as onednn_copy
 from .parallel import num_threads
 
-__all__ = ["COPY_MIN_SIZE", "SHORT_RUN_MIN_SIZE", "concatenate", "copy", "laid_out"]
+__all__ = ["COPY_MIN_SIZE", "ROWS_MIN_SIZE", "SHORT_RUN_MIN_SIZE", "concatenate", "copy",
+           "laid_out"]
 
 #: float32 elements from which :func:`copy` runs oneDNN's reorder where NumPy copies runs
 #: of 16 or more contiguous elements (measured, 2 threads: a channel slice of a
@@ -28,21 +29,110 @@ COPY_MIN_SIZE = 1 << 20
 SHORT_RUN_MIN_SIZE = 1 << 16
 #: the run NumPy copies fast: a cache line of float32
 _LONG_RUN = 16
+#: float32 elements from which a copy of rows at two pitches (a channel slice of a
+#: channels-last array, into or out of a concatenation) runs the compiled loop
+#: (:mod:`.copy_loops`) on every thread; measured on an Intel Xeon, 2 threads, us, NumPy /
+#: oneDNN / the loop: 65536 elements in 32-float rows 6.4 / 13.8 / 6.1, 131072 in
+#: 16-float rows 48 / 36 / 27, 8192 3.2 / 10.3 / 3.7 (below: NumPy's one call)
+ROWS_MIN_SIZE = 1 << 16
 
 
 def copy(dst: np.ndarray, src: np.ndarray) -> str:
-    """``dst[...] = src`` (one shape, any strides), and the algorithm that ran: oneDNN's
-    reorder (every thread, at memory speed, whatever the two layouts) for large float32
-    arrays with positive strides (:func:`_plan`), else NumPy's copy, which loops over
-    ``dst``'s innermost dim however short: NCHW to channels-last of (16, 64, 64, 64) took
+    """``dst[...] = src`` (one shape, any strides), and the algorithm that ran: the
+    compiled row copy for a large copy of rows at two pitches (a channel slice of a
+    channels-last array, :func:`_rows`), oneDNN's reorder (every thread, at memory speed,
+    whatever the two layouts) for large float32 arrays with positive strides
+    (:func:`_plan`), else NumPy's copy, which loops over ``dst``'s innermost dim however
+    short: NCHW to channels-last of (16, 64, 64, 64) took
     12.6 ms so, 2.7 ms in oneDNN; a pixel unshuffle by 2 (an inner dim of 2) 15.7 ms and
     1.4.  The caller records the event (its name says what the copy is for)."""
+    if _copy_rows(dst, src):
+        return "numba"
     plan = _plan(dst, src)
     if plan is not None:
         plan.run(src, dst)
         return "onednn"
     np.copyto(dst, src)
     return "numpy"
+
+
+def _copy_rows(dst: np.ndarray, src: np.ndarray) -> bool:
+    """``dst[...] = src`` by the compiled row copy (:mod:`.copy_loops`) where both are
+    float32 matrices of the same rows at their own pitches (:func:`_rows`) of at least
+    :data:`ROWS_MIN_SIZE` elements and Numba runs; whether it did."""
+    if src.size < ROWS_MIN_SIZE or not _rows_run_here(dst, src):
+        return False
+    found = _rows(dst, src)
+    if found is None:
+        return False
+    _run_rows(dst, src, found)
+    return True
+
+
+def _rows_run_here(*arrays: np.ndarray) -> bool:
+    """The compiled row copy may take these arrays: float32, not pinned elsewhere, Numba
+    loaded (waits for the warm-up's loading, as every compiled kernel)."""
+    return (all(a.dtype == np.float32 for a in arrays)
+            and layouts.LAYOUT.pinned() not in ("numpy", "onednn")
+            and copy_loops.loops() is not None)
+
+
+def _span(a: np.ndarray, rows: int, pitch: int, run: int) -> np.ndarray:
+    """The flat memory of ``rows`` rows of ``run`` elements at ``pitch``, from ``a``'s first
+    element (its positive strides put that first in memory)."""
+    return np.lib.stride_tricks.as_strided(a, ((rows - 1) * pitch + run,), (a.itemsize,))
+
+
+def _run_rows(dst: np.ndarray, src: np.ndarray, found: tuple) -> None:
+    rows, run, s_pitch, t_pitch = found
+    copy_loops.loops()["copy_rows"](_span(src, rows, s_pitch, run), s_pitch,
+                                    _span(dst, rows, t_pitch, run), t_pitch, rows, run)
+
+
+def _joinable(slices: list, found: list) -> bool:
+    """Two parts whose rows lie side by side in one row of the output: the same rows at
+    one pitch, the second part's run starting where the first's ends, the pitch their
+    two runs (a channels-last concatenation along C)."""
+    if len(found) != 2:
+        return False
+    (rows, a_run, _, pitch), (rows_b, b_run, _, pitch_b) = found
+    item = slices[0].itemsize
+    return (rows == rows_b and pitch == pitch_b == a_run + b_run
+            and slices[1].ctypes.data == slices[0].ctypes.data + a_run * item)
+
+
+def _join_rows(out: np.ndarray, parts: list, found: list) -> None:
+    """Two parts into ``out`` in one pass over its rows (``found``: each part's
+    (rows, run, pitch, out pitch), the same rows)."""
+    (rows, a_run, a_pitch, pitch), (_, b_run, b_pitch, _) = found
+    a, b = parts
+    copy_loops.loops()["join_rows"](_span(a, rows, a_pitch, a_run), a_pitch, a_run,
+                                    _span(b, rows, b_pitch, b_run), b_pitch, b_run,
+                                    _span(out, rows, pitch, a_run + b_run), pitch, rows)
+
+
+def _rows(dst: np.ndarray, src: np.ndarray) -> tuple[int, int, int, int] | None:
+    """(rows, run, src pitch, dst pitch) in elements where ``src`` and ``dst`` (one shape,
+    positive strides) are the same matrix of rows: the innermost dim of both (``dst``'s
+    memory order) contiguous, every other dim folding into one row index at one pitch in
+    each (a channel slice of a channels-last array: N * spatial rows of C_slice); None
+    otherwise, or where there is one row."""
+    item = dst.itemsize
+    dims = sorted(((t, s, n) for n, s, t in zip(src.shape, src.strides, dst.strides) if n > 1),
+                  reverse=True)
+    if len(dims) < 2 or any(t <= 0 or s <= 0 for t, s, _ in dims):
+        return None
+    t_in, s_in, run = dims[-1]
+    if t_in != item or s_in != item:
+        return None
+    t_pitch, s_pitch, rows = dims[-2]
+    for (t, s, n), (ti, si, ni) in zip(dims[-3::-1], dims[-2:0:-1]):
+        if t != ti * ni or s != si * ni:
+            return None
+        rows *= n
+    if t_pitch % item or s_pitch % item or t_pitch < run * item:
+        return None
+    return rows, run, s_pitch // item, t_pitch // item
 
 
 def _plan(dst: np.ndarray, src: np.ndarray):
@@ -124,6 +214,16 @@ def concatenate(parts: list, axis: int):
         for p in parts:
             slices.append(out[(slice(None),) * axis + (slice(start, start + p.shape[axis]),)])
             start += p.shape[axis]
+        if out.size >= ROWS_MIN_SIZE and _rows_run_here(out, *parts):
+            found = [_rows(d, p) for d, p in zip(slices, parts)]
+            if all(found):  # each part into its channels of every row
+                if _joinable(slices, found):
+                    _join_rows(out, parts, found)
+                else:
+                    for d, p, f in zip(slices, parts, found):
+                        _run_rows(d, p, f)
+                rec.algorithm = "numba"
+                return out
         plans = [_plan(d, p) for d, p in zip(slices, parts)]
         if not any(plans):  # one NumPy call (a copy per part costs more for small parts)
             rec.algorithm = "numpy"
