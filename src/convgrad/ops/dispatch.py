@@ -519,7 +519,8 @@ def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tup
                    spec: ConvSpec, bias: np.ndarray | None,
                    relu_slope: float | None) -> Choice | None:
     pinned = CONV.pinned()
-    if pinned not in (None, "winograd"):
+    if pinned not in (None, "winograd") or (pinned is None
+                                            and cpu.vendor() not in WINOGRAD_VENDORS):
         return None
     if lhs.dtype != np.float32 or rhs.dtype != np.float32 or len(out_shape) != 4:
         return None
@@ -530,8 +531,6 @@ def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tup
     if pass_ == Pass.WEIGHT_GRAD or rhs.shape[2:] != (3, 3) or not layouts.is_channels_last(lhs):
         return None
     if pinned is None:
-        if cpu.vendor() not in WINOGRAD_VENDORS:
-            return None
         low, high = WINOGRAD_CHANNELS
         if not all(low <= c <= high for c in (lhs.shape[1], out_shape[1])):
             return None
