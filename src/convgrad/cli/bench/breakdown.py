@@ -20,10 +20,11 @@ torch and its profiler are imported inside the functions only.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections import defaultdict
 from typing import Any
+
+from .report import text_table
 
 __all__ = ["TORCH_FAMILIES", "torch_family", "layers", "breakdown", "format_breakdown",
            "run_breakdown"]
@@ -166,12 +167,6 @@ def format_breakdown(w: Any, ours: dict, theirs: dict | None, theirs_cl: dict | 
     def ms(v: float | None) -> str:
         return "-" if v is None else f"{v * 1e3:.1f}"
 
-    def table(head: list[str], rows: list[list[str]]) -> list[str]:
-        widths = [max(len(x) for x in col) for col in zip(head, *rows)]
-        return ["  ".join(c.rjust(wd) if i else c.ljust(wd)
-                          for i, (c, wd) in enumerate(zip(r, widths))).rstrip()
-                for r in (head, *rows)]
-
     none = {"wall": None, "family": {}, "fwd": {}, "bwd": {}}
     peers = [("torch", theirs or none)] + ([("torch_cl", theirs_cl)] if theirs_cl else [])
     lines = [f"{w.id} breakdown: one training step, {w.shape_text()}, ms (convgrad vs torch "
@@ -179,7 +174,7 @@ def format_breakdown(w: Any, ours: dict, theirs: dict | None, theirs_cl: dict | 
     rows = [[name, ms(ours["fwd"].get(name)), *(ms(t["fwd"].get(name)) for _, t in peers),
              ms(ours["bwd"].get(name)), *(ms(t["bwd"].get(name)) for _, t in peers)]
             for name in ours["layers"]]
-    lines += table(["layer", "convgrad fwd", *(f"{n} fwd" for n, _ in peers), "convgrad bwd~",
+    lines += text_table(["layer", "convgrad fwd", *(f"{n} fwd" for n, _ in peers), "convgrad bwd~",
                     *(f"{n} bwd~" for n, _ in peers)], rows)
     lines.append("")
     fams = [f for f, _ in TORCH_FAMILIES]
@@ -189,7 +184,7 @@ def format_breakdown(w: Any, ours: dict, theirs: dict | None, theirs_cl: dict | 
     rows.append(["other (Python/NumPy; torch: engine, Python)", ms(ours["family"].get(OTHER)),
                  *(ms(t["family"].get(OTHER)) for _, t in peers)])
     rows.append(["step (wall)", ms(ours["wall"]), *(ms(t["wall"]) for _, t in peers)])
-    lines += table(["kind", "convgrad", *(n for n, _ in peers)], rows)
+    lines += text_table(["kind", "convgrad", *(n for n, _ in peers)], rows)
     lines.append("bwd~: time since the previous layer's backward hook (approximate); kind: "
                  "convgrad's kernel families from its profiler, torch's aten ops' self CPU "
                  "time grouped by name into the same families")
@@ -200,17 +195,11 @@ def run_breakdown(args: Any) -> int:
     """``convgrad bench --breakdown ID[,ID]``: the tables of each network workload."""
     from .inputs import make_inputs
     from .peers import ConvgradImpl, TorchImpl
-    from .workloads import THREADS, select, tiny_requested
+    from .workloads import THREADS, select_for, tiny_requested
 
-    try:
-        selected = select(args.breakdown)
-    except ValueError as e:
-        print(f"convgrad bench: {e}", file=sys.stderr)
-        return 2
-    bad = [w.id for w in selected if not w.is_real_net]
-    if bad:
-        print(f"convgrad bench: --breakdown: {', '.join(bad)} is not a real network "
-              "(N3-N6)", file=sys.stderr)
+    selected = select_for("breakdown", args.breakdown, lambda w: w.is_real_net,
+                          "a real network (N3-N6)")
+    if selected is None:
         return 2
     quick = bool(getattr(args, "quick", False))
     torch_impl = TorchImpl()

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from .report import text_table
+
 __all__ = ["CHILD", "LIBRARIES", "cold_start", "format_cold_start", "load_inputs",
            "save_inputs"]
 
@@ -123,9 +125,7 @@ def format_cold_start(rows: list[tuple[str, dict]]) -> str:
         body.append([f"{wid}:", *(f"{cg[k] * 1e3:.0f}" for k in ("import", "step", "total")),
                      *(f"{t[k] * 1e3:.0f}" for k in ("import", "step", "total")),
                      f"{cg['total'] / t['total']:.2f}"])
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    lines = ["  ".join(c.rjust(wd) if i else c.ljust(wd) for i, (c, wd) in
-                       enumerate(zip(row, widths))) for row in (head, *body)]
+    lines = text_table(head, body)
     lines.append("cold start: a fresh process per run, ms (medians): the library's import, "
                  "then building the model and optimiser and the first training step; "
                  "torch eager NCHW")
@@ -135,17 +135,11 @@ def format_cold_start(rows: list[tuple[str, dict]]) -> str:
 def run_cold_start(args: Any) -> int:
     """``convgrad bench --cold-start ID[,ID]``: the table for these network workloads."""
     from .inputs import make_inputs
-    from .workloads import THREADS, select, tiny_requested
+    from .workloads import THREADS, select_for, tiny_requested
 
-    try:
-        selected = select(args.cold_start)
-    except ValueError as e:
-        print(f"convgrad bench: {e}", file=sys.stderr)
-        return 2
-    bad = [w.id for w in selected if not w.is_network]
-    if bad:
-        print(f"convgrad bench: --cold-start: {', '.join(bad)} is not a network workload "
-              "(N1-N6)", file=sys.stderr)
+    selected = select_for("cold-start", args.cold_start, lambda w: w.is_network,
+                          "a network workload (N1-N6)")
+    if selected is None:
         return 2
     try:
         import torch  # noqa: F401 (only whether it imports; the children use it)

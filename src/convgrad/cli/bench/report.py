@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from .runner import TOLERANCE, PassResult, conv_bound_ms
 
 __all__ = ["SCHEMA", "format_table", "format_first_steps", "format_peak", "format_environment",
-           "mismatch_lines", "build_json", "write_json", "write_plot"]
+           "mismatch_lines", "build_json", "text_table", "write_json", "write_plot"]
 
 SCHEMA = "convgrad-bench/1"
 
@@ -72,6 +72,14 @@ def format_table(results: Sequence[PassResult], peers: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def text_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """Lines of a plain-text table: the first column left-aligned, the others right."""
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
+    return ["  ".join(str(c).rjust(wd) if i else str(c).ljust(wd)
+                      for i, (c, wd) in enumerate(zip(line, widths))).rstrip()
+            for line in (head, *rows)]
+
+
 def format_first_steps(results: Sequence[PassResult], peers: Sequence[str]) -> str:
     """The very first step of each network workload, per implementation (plan creation,
     caches and compilation included), in ms; empty when no network ran."""
@@ -83,9 +91,7 @@ def format_first_steps(results: Sequence[PassResult], peers: Sequence[str]) -> s
     head = ["id", *(f"{n} first ms" for n in shown)]
     cells = [[f"{r.workload.id}:", *(_f(r.first[n] * 1e3, ".0f") if n in r.first else "-"
                                for n in shown)] for r in rows]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *cells)]
-    lines = ["  ".join(c.rjust(wd) if i else c.ljust(wd) for i, (c, wd) in
-                       enumerate(zip(line, widths))).rstrip() for line in (head, *cells)]
+    lines = text_table(head, cells)
     lines.append("first ms: the very first training step (plan creation, caches, "
                  "torch.compile's compilation included), not in the medians above")
     return "\n".join(lines)

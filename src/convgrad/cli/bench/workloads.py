@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import math
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 __all__ = ["PASSES", "MS_PASSES", "STEP_PASSES", "METRIC_OPS", "NETWORK_OPS", "NET_OPS",
            "WORKLOADS",
-           "Workload", "Inputs", "select", "tiny_requested", "TINY_ENV"]
+           "Workload", "Inputs", "select", "select_for", "tiny_requested", "TINY_ENV"]
 
 #: forward; forward + every gradient; input gradient only (weight frozen);
 #: weight and bias gradients only (input not requiring grad)
@@ -242,6 +244,24 @@ def select(only: str | None) -> list[Workload]:
         raise ValueError(f"--only: unknown workload id(s) {', '.join(unknown)}; "
                          f"expected some of {', '.join(by_id)}")
     return [by_id[i] for i in dict.fromkeys(ids)]
+
+
+def select_for(option: str, only: str, keep: Callable[[Workload], bool], expected: str
+               ) -> list[Workload] | None:
+    """The workloads ``only`` names for the option ``--<option>``, each one ``keep``
+    accepts; else None, after saying why on stderr (``expected``: what ``keep`` accepts,
+    e.g. "a network workload (N1-N6)")."""
+    try:
+        selected = select(only)
+    except ValueError as e:
+        print(f"convgrad bench: {e}", file=sys.stderr)
+        return None
+    bad = [w.id for w in selected if not keep(w)]
+    if bad:
+        print(f"convgrad bench: --{option}: {', '.join(bad)} is not {expected}",
+              file=sys.stderr)
+        return None
+    return selected
 
 
 @dataclass
