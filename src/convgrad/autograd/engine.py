@@ -269,23 +269,39 @@ def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool,
     """Hand a finished gradient to a leaf: into ``targets`` (grad()) or ``leaf.grad``.
 
     ``.grad`` owns its buffer (an in-place update of one leaf's gradient must not reach
-    another's): it takes ``g``'s array as it is when the array owns its memory and is not
-    in ``shared`` (arrays others may hold; this one joins them), else a copy."""
+    another's): it takes ``g``'s array as it is when the array owns its memory, is not in
+    ``shared`` (arrays others may hold; this one joins them) and lies in memory as the
+    leaf's does, else a copy laid out as the leaf (torch's layout contract for ``.grad``:
+    a Linear weight's gradient, the transpose of a product, reached its optimiser in
+    Fortran order, whose elementwise updates then ran 7x slower on MNIST's 1.2M weights)."""
     add = _add_recorded if create_graph else _add_constant
     if targets is not None:
         if id(leaf) in targets:
             targets[id(leaf)] = add(targets[id(leaf)], g)
     elif leaf.grad is None:
-        a = g.data
+        a, like = g.data, leaf.data
         if create_graph or is_dask_array(a):  # (a dask array is immutable: never copied)
             leaf.grad = g
-        elif type(a) is np.ndarray and a.base is None and id(a) not in shared:
-            shared.add(id(a))
+        elif type(a) is not np.ndarray or type(like) is not np.ndarray or (
+                a.shape != like.shape):
+            leaf.grad = _wrap(np.array(a))
+        elif _owns_whole(a, shared) and (a.strides == like.strides or a.ndim < 2):
+            shared.add(id(a) if a.base is None else id(a.base))
             leaf.grad = _wrap(a)
         else:
-            leaf.grad = _wrap(np.array(a))
+            out = np.empty_like(like, dtype=a.dtype)  # the leaf's memory order
+            np.copyto(out, a)
+            leaf.grad = _wrap(out)
     else:
         leaf.grad = add(leaf.grad, g)
+
+
+def _owns_whole(a: np.ndarray, shared: set[int]) -> bool:
+    """``a`` owns its memory, or is a view of all of an array that does (the transpose of
+    a product computed in its leaf's layout), and neither is in ``shared``."""
+    owner = a if a.base is None else a.base
+    return (type(owner) is np.ndarray and owner.base is None and owner.size == a.size
+            and id(owner) not in shared and id(a) not in shared)
 
 
 def _add_constant(a: Tensor | None, b: Tensor) -> Tensor:

@@ -9,6 +9,7 @@ declares every kernel family (``prefer`` checks names against them).
 from . import (  # noqa: F401 (each declares its kernel family)
     eltwise,
     gather,
+    matmul,
     normalization,
     pooling,
     resampling,

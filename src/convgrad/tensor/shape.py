@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function
-from ..ops import gather, layouts, relayout
+from ..ops import gather, layouts, matmul, relayout
 from . import lazy
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
@@ -134,6 +134,13 @@ class Concatenate(Function):
         return tuple(grads)
 
 
+def _transposed_2d(b: Tensor | np.ndarray) -> bool:
+    """``b`` is a 2-d in-memory array stored in Fortran order only (a transposed view)."""
+    data = getattr(b, "data", b)
+    return (type(data) is np.ndarray and data.ndim == 2 and data.flags.f_contiguous
+            and not data.flags.c_contiguous)
+
+
 def _transposed(x: Tensor | np.ndarray) -> Tensor | np.ndarray:
     """Swap the last two dims."""
     return np.swapaxes(x, -1, -2) if isinstance(x, np.ndarray) else x.transpose(-1, -2)
@@ -144,7 +151,7 @@ class MatMul(Function):
 
     @staticmethod
     def forward(ctx: Context, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return np.matmul(a, b)
+        return matmul.matmul(a, b)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> tuple:
@@ -163,7 +170,13 @@ class MatMul(Function):
         if need_a:
             ga = (g2 @ _transposed(b2)).sum_to_size(np.shape(a2)).reshape(np.shape(a))
         if need_b:
-            gb = (_transposed(a2) @ g2).sum_to_size(np.shape(b2)).reshape(np.shape(b))
+            if _transposed_2d(b2) and np.ndim(a2) == 2:
+                # b is the transpose of a C-ordered array (Linear's weight.T): its gradient
+                # computed in that memory order, (g^T a)^T = a^T g, so that the weight's
+                # arrives C-ordered (as a Fortran-ordered one it cost a transposing copy)
+                gb = _transposed(_transposed(g2) @ a2)
+            else:
+                gb = (_transposed(a2) @ g2).sum_to_size(np.shape(b2)).reshape(np.shape(b))
         return ga, gb
 
 

@@ -1,0 +1,80 @@
+"""Matrix products: NumPy's ``matmul`` with BLAS held at one thread, a large 2-d product
+cut into blocks (of rows, or of columns when the output is wider than tall) on the
+thread pool (:func:`.parallel.run_chunks`).
+
+A multi-threaded OpenBLAS call leaves its threads spinning, waiting for more work, long
+after it returns, and every kernel after it whose OpenMP threads need those cores waits
+for them: the MNIST example's training step (a 9216 -> 128 Linear after two
+convolutions) took 89-113 ms so, 43.5 ms with OpenBLAS on one thread (torch 39-48 ms),
+on 2 cores of an Intel Xeon.  The pool's threads wait on a lock instead.  A block of
+rows is computed as the whole product computes those rows: measured, the row blocks of
+MNIST's products and of (16, 512) x (512, 512), (1000, 300) x (300, 200) equal the whole
+product bit for bit (and column blocks alike), so the cut changes no result.  (oneDNN's
+matmul, on the OpenMP threads the convolutions use, would keep both threads without
+either cost; not built yet.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .parallel import num_threads, run_chunks, single_threaded_blas
+from .registry import family
+
+__all__ = ["MATMUL", "MIN_THREADED_MACS", "MIN_BLOCK_ROWS", "matmul"]
+
+MATMUL = family("matmul", ("threads", "numpy"))
+
+#: multiply-adds from which a product is cut into blocks: each block packs all of the
+#: other operand again, and waking the pool costs ~40 us, so below this one call on one
+#: thread is faster (measured, 2 threads, us, blocks / one call: 75M multiply-adds
+#: (MNIST's Linear) 996-1030 / 1363-1426, 268M 2191 / 3868, but 17M 407 / 288, 4M
+#: 197 / 117; OpenBLAS's own two threads: 715-894, 1944, 166, 83, and then they spin)
+MIN_THREADED_MACS = 1 << 26
+#: the fewest rows of a block (a product of fewer rows runs at a fraction of the rate)
+MIN_BLOCK_ROWS = 8
+_FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def matmul(a: Any, b: Any) -> Any:
+    """``np.matmul(a, b)``, one ``matmul`` event: ``threads`` for a large float 2-d
+    product (blocks of rows on the pool, BLAS on one thread each), else ``numpy`` (one
+    call, BLAS on one thread; NumPy's semantics for every other operand)."""
+    shapes = (tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ())))
+    with MATMUL.record("matmul", *shapes) as rec:
+        blocks = _blocks(a, b)
+        if blocks is None:
+            rec.algorithm = "numpy"
+            with single_threaded_blas():
+                return np.matmul(a, b)
+        out = np.empty((a.shape[0], b.shape[1]), np.result_type(a, b))
+        (m, k), n = a.shape, b.shape[1]
+        by_rows = m >= n
+
+        def block(c0: int, c1: int) -> int:
+            if by_rows:  # rows of a: each block packs all of b
+                np.matmul(a[c0:c1], b, out=out[c0:c1])
+            else:  # columns of b: each block packs all of a
+                np.matmul(a, b[:, c0:c1], out=out[:, c0:c1])
+            return 2 * (c1 - c0) * k * (n if by_rows else m)
+
+        rec.algorithm = "threads"
+        rec.flops = run_chunks([lambda c0=c0, c1=c1: block(c0, c1)
+                                for c0, c1 in zip(blocks, blocks[1:])])
+        return out
+
+
+def _blocks(a: Any, b: Any) -> list[int] | None:
+    """The row cuts of a product worth cutting, else None."""
+    if (MATMUL.pinned() == "numpy" or type(a) is not np.ndarray or type(b) is not np.ndarray
+            or a.ndim != 2 or b.ndim != 2 or a.dtype not in _FLOAT or b.dtype != a.dtype):
+        return None
+    m, k = a.shape
+    n = b.shape[1]
+    cut = max(m, n)  # the larger of the output's dims: the other operand is re-packed
+    parts = min(num_threads(), cut // MIN_BLOCK_ROWS)
+    if parts < 2 or k != b.shape[0] or m * k * n < MIN_THREADED_MACS:
+        return None
+    return [cut * i // parts for i in range(parts + 1)]

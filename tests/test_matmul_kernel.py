@@ -1,0 +1,96 @@
+"""Matrix products (``convgrad.ops.matmul``) and the layout of a leaf's gradient; oracle:
+NumPy's own ``matmul`` (a product cut into blocks must equal the whole bit for bit),
+torch float64 for the gradients (float32 within 2x torch float32's error), torch's
+layout contract (a parameter's ``.grad`` lies in memory as the parameter)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import convgrad as cg
+from convgrad.ops import matmul, prefer
+
+torch = pytest.importorskip("torch")
+RNG = np.random.default_rng(17)
+
+
+def _f32(*shape) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("sa, sb", [((64, 9216), (9216, 128)),     # rows (MNIST's Linear)
+                                    ((128, 64), (64, 9216)),      # columns: wider than tall
+                                    ((300, 512), (512, 700))])
+def test_a_large_product_cut_into_blocks_equals_numpys(monkeypatch, sa, sb):
+    monkeypatch.setattr(matmul, "num_threads", lambda: 2)
+    a, b = _f32(*sa), _f32(*sb)
+    with cg.profile() as prof:
+        out = matmul.matmul(a, b)
+    assert [e.algorithm for e in prof.of("matmul")] == ["threads"]
+    assert out.dtype == np.float32 and out.flags.c_contiguous
+    np.testing.assert_array_equal(out, np.matmul(a, b))
+
+
+@pytest.mark.parametrize("why, a, b", [
+    ("small", _f32(16, 64), _f32(64, 32)),
+    ("batched", _f32(3, 64, 512), _f32(3, 512, 512)),
+    ("integers", RNG.integers(0, 9, (40, 30)), RNG.integers(0, 9, (30, 20))),
+    ("mixed dtypes", _f32(512, 512), RNG.standard_normal((512, 512))),
+    ("a vector", _f32(4096, 4096)[0], _f32(4096, 4096)),
+])
+def test_other_products_are_numpys_own(why, a, b):
+    with cg.profile() as prof:
+        out = matmul.matmul(a, b)
+    assert [e.algorithm for e in prof.of("matmul")] == ["numpy"], why
+    ref = np.matmul(a, b)
+    assert out.dtype == ref.dtype and out.shape == ref.shape
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_prefer_numpy_keeps_one_call():
+    a, b = _f32(128, 2048), _f32(2048, 512)
+    with prefer("numpy"), cg.profile() as prof:
+        out = matmul.matmul(a, b)
+    assert [e.algorithm for e in prof.of("matmul")] == ["numpy"]
+    np.testing.assert_array_equal(out, np.matmul(a, b))
+
+
+def test_a_linear_weights_gradient_is_laid_out_as_the_weight():
+    """``x @ weight.T``: the weight's gradient is computed as ``(g^T x)`` in the weight's
+    own (C) order, and agrees with torch float64 within 2x torch float32's error."""
+    lin = cg.nn.Linear(300, 70)
+    x = _f32(64, 300)
+    cx = cg.tensor(x, requires_grad=True)
+    g = _f32(64, 70)
+    (lin(cx) * cg.tensor(g)).sum().backward()
+    w_grad = lin.weight.grad.data
+    assert w_grad.flags.c_contiguous and cx.grad.data.flags.c_contiguous
+    ref = {}
+    for dt in (torch.float64, torch.float32):
+        tw = torch.tensor(np.asarray(lin.weight.data), dtype=dt, requires_grad=True)
+        tx = torch.tensor(x, dtype=dt, requires_grad=True)
+        ((tx @ tw.T) * torch.tensor(g, dtype=dt)).sum().backward()
+        ref[dt] = (tw.grad.double().numpy(), tx.grad.double().numpy())
+    for ours, r64, r32 in zip((w_grad, cx.grad.data), ref[torch.float64], ref[torch.float32]):
+        err, t_err = np.abs(ours - r64).max(), np.abs(r32 - r64).max()
+        assert err <= 2 * max(t_err, 1e-7 * np.abs(r64).max()), (err, t_err)
+
+
+@pytest.mark.parametrize("layout", ["c", "channels_last"])
+def test_a_leafs_gradient_lies_in_memory_as_the_leaf(layout):
+    """A gradient arriving in another memory order (the transpose of a product, a
+    permuted view) is stored in the leaf's: torch's layout contract for ``.grad``."""
+    if layout == "c":
+        leaf = cg.tensor(_f32(40, 50), requires_grad=True)
+        y = (leaf.T @ cg.tensor(_f32(40, 30))).sum()  # d/dleaf: (w @ 1^T) as a transpose
+        want = "c_contiguous"
+    else:
+        leaf = cg.tensor(_f32(2, 8, 5, 6)).to(memory_format=cg.channels_last)
+        leaf.requires_grad_()
+        y = (leaf.permute(0, 2, 3, 1).contiguous() * 2.0).sum()
+        want = "channels_last"
+    y.backward()
+    g = leaf.grad.data
+    assert g.strides == leaf.data.strides, (g.strides, leaf.data.strides, want)
+    np.testing.assert_array_equal(g.shape, leaf.shape)
