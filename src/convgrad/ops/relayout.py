@@ -60,10 +60,10 @@ def _copy_rows(dst: np.ndarray, src: np.ndarray) -> bool:
     """``dst[...] = src`` by the compiled row copy (:mod:`.copy_loops`) where both are
     float32 matrices of the same rows at their own pitches (:func:`_rows`) of at least
     :data:`ROWS_MIN_SIZE` elements and Numba runs; whether it did."""
-    if src.size < ROWS_MIN_SIZE or not _rows_run_here(dst, src):
+    if src.size < ROWS_MIN_SIZE:
         return False
-    found = _rows(dst, src)
-    if found is None:
+    found = _rows(dst, src)  # first: a copy of another shape never waits for Numba's loading
+    if found is None or not _rows_run_here(dst, src):
         return False
     _run_rows(dst, src, found)
     return True
@@ -214,16 +214,15 @@ def concatenate(parts: list, axis: int):
         for p in parts:
             slices.append(out[(slice(None),) * axis + (slice(start, start + p.shape[axis]),)])
             start += p.shape[axis]
-        if out.size >= ROWS_MIN_SIZE and _rows_run_here(out, *parts):
-            found = [_rows(d, p) for d, p in zip(slices, parts)]
-            if all(found):  # each part into its channels of every row
-                if _joinable(slices, found):
-                    _join_rows(out, parts, found)
-                else:
-                    for d, p, f in zip(slices, parts, found):
-                        _run_rows(d, p, f)
-                rec.algorithm = "numba"
-                return out
+        found = [_rows(d, p) for d, p in zip(slices, parts)] if out.size >= ROWS_MIN_SIZE else []
+        if found and all(found) and _rows_run_here(out, *parts):
+            if _joinable(slices, found):  # each part into its channels of every row
+                _join_rows(out, parts, found)
+            else:
+                for d, p, f in zip(slices, parts, found):
+                    _run_rows(d, p, f)
+            rec.algorithm = "numba"
+            return out
         plans = [_plan(d, p) for d, p in zip(slices, parts)]
         if not any(plans):  # one NumPy call (a copy per part costs more for small parts)
             rec.algorithm = "numpy"
