@@ -13,7 +13,7 @@ import torch.nn.functional as TF
 
 import convgrad as cg
 import convgrad.functional as F
-from convgrad.ops import jit, onednn_available, prefer
+from convgrad.ops import eltwise, jit, onednn_available, prefer
 from convgrad.ops.eltwise import MIN_BINARY_SIZE, MIN_PIECEWISE_SIZE
 from convgrad.ops.layouts import empty, is_channels_last
 from convgrad.ops.relayout import SHORT_RUN_MIN_SIZE
@@ -443,3 +443,28 @@ def test_bce_with_logits_in_one_pass_matches_torch(layout, reduction):
     t32 = TF.binary_cross_entropy_with_logits(torch.from_numpy(xc), torch.from_numpy(tc))
     assert abs(y.item() - ref.item()) <= 2 * max(abs(t32.item() - ref.item()),
                                                  ROUNDING * abs(ref.item()))
+
+
+@needs_onednn
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def test_a_slice_and_a_dense_array_meet_in_the_dense_layout(op):
+    """A channel slice of a channels-last array (a concatenation's gradient) with a dense
+    channels-last array, past the binary threshold: the slice copied into the dense
+    layout (a ``layout`` event), then one flat oneDNN pass; NumPy's result bit for bit,
+    in either operand order, channels-last."""
+    rng = np.random.default_rng(41)
+    shape = (2, 16, 24, 48, 48)
+    assert np.prod(shape) >= MIN_BINARY_SIZE
+    full = empty((2, 32, *shape[2:]), channels_last=True)
+    full[...] = rng.standard_normal(full.shape)
+    dense = empty(shape, channels_last=True)
+    dense[...] = rng.standard_normal(shape)
+    view = full[:, 8:24]
+    ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op]
+    for a, b in ((view, dense), (dense, view)):
+        with cg.profile() as prof:
+            out = eltwise.binary(op, a, b, lambda a=a, b=b: ufunc(a, b))
+        assert [e.name for e in prof.of("layout")] == ["copy"]
+        assert [e.algorithm for e in prof.of("eltwise")] == ["onednn"]
+        assert is_channels_last(out)
+        np.testing.assert_array_equal(out, ufunc(a, b))
