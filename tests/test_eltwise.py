@@ -468,3 +468,17 @@ def test_a_slice_and_a_dense_array_meet_in_the_dense_layout(op):
         assert [e.algorithm for e in prof.of("eltwise")] == ["onednn"]
         assert is_channels_last(out)
         np.testing.assert_array_equal(out, ufunc(a, b))
+
+
+@needs_onednn
+def test_a_broadcast_operand_is_not_materialised_for_a_binary_op():
+    """A zero-stride operand (an expanded array) of the same shape as a dense one stays
+    NumPy's one broadcasting pass: no layout copy; NumPy's values."""
+    rng = np.random.default_rng(43)
+    dense = rng.standard_normal((2, 16, 24, 48, 48)).astype(np.float32)
+    row = rng.standard_normal((1, 16, 1, 1, 1)).astype(np.float32)
+    wide = np.broadcast_to(row, dense.shape)
+    with cg.profile() as prof:
+        out = eltwise.binary("add", dense, wide, lambda: dense + wide)
+    assert not prof.of("layout")
+    np.testing.assert_array_equal(out, dense + row)

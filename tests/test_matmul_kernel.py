@@ -79,18 +79,22 @@ def test_a_linear_weights_gradient_is_laid_out_as_the_weight():
 
 @pytest.mark.parametrize("layout", ["c", "channels_last"])
 def test_a_leafs_gradient_lies_in_memory_as_the_leaf(layout):
-    """A gradient arriving in another memory order (the transpose of a product, a
-    permuted view) is stored in the leaf's: torch's layout contract for ``.grad``."""
+    """A gradient arriving in another memory order (the transpose of a product; an NCHW
+    product for a channels-last leaf) is stored in the leaf's: torch's layout contract
+    for ``.grad``, whose values it keeps (torch float64's gradient of the same sum)."""
     if layout == "c":
-        leaf = cg.tensor(_f32(40, 50), requires_grad=True)
-        y = (leaf.T @ cg.tensor(_f32(40, 30))).sum()  # d/dleaf: (w @ 1^T) as a transpose
-        want = "c_contiguous"
+        x, w = _f32(40, 50), _f32(40, 30)
+        leaf = cg.tensor(x, requires_grad=True)
+        (leaf.T @ cg.tensor(w)).sum().backward()  # d/dleaf: (w @ 1^T) as a transpose
+        tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+        (tx.T @ torch.tensor(w, dtype=torch.float64)).sum().backward()
     else:
-        leaf = cg.tensor(_f32(2, 8, 5, 6)).to(memory_format=cg.channels_last)
-        leaf.requires_grad_()
-        y = (leaf.permute(0, 2, 3, 1).contiguous() * 2.0).sum()
-        want = "channels_last"
-    y.backward()
+        x, w = _f32(2, 8, 5, 6), _f32(2, 8, 5, 6)  # w NCHW: the product's gradient is NCHW
+        leaf = cg.tensor(x).to(memory_format=cg.channels_last).requires_grad_()
+        (leaf * cg.tensor(w)).sum().backward()
+        tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+        (tx * torch.tensor(w, dtype=torch.float64)).sum().backward()
     g = leaf.grad.data
-    assert g.strides == leaf.data.strides, (g.strides, leaf.data.strides, want)
-    np.testing.assert_array_equal(g.shape, leaf.shape)
+    assert g.strides == leaf.data.strides, (g.strides, leaf.data.strides)
+    np.testing.assert_allclose(g, tx.grad.numpy(), rtol=1e-6, atol=1e-6)
+

@@ -285,7 +285,7 @@ def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool,
         elif type(a) is not np.ndarray or type(like) is not np.ndarray or (
                 a.shape != like.shape):
             leaf.grad = _wrap(np.array(a))
-        elif _owns_whole(a, shared) and (a.strides == like.strides or a.ndim < 2):
+        elif _owns_whole(a, shared) and _same_order(a, like):
             shared.add(id(a) if a.base is None else id(a.base))
             leaf.grad = _wrap(a)
         else:
@@ -294,6 +294,11 @@ def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool,
             leaf.grad = _wrap(out)
     else:
         leaf.grad = add(leaf.grad, g)
+
+
+def _same_order(a: np.ndarray, like: np.ndarray) -> bool:
+    """``a`` lies in memory as ``like`` (the strides of their size-1 dims aside)."""
+    return all(s == t for s, t, n in zip(a.strides, like.strides, a.shape) if n > 1)
 
 
 def _owns_whole(a: np.ndarray, shared: set[int]) -> bool:

@@ -283,11 +283,13 @@ def binary(op: str, a: Any, b: Any, reference: Callable[[], Any]) -> Any:
             a, b = b, np.array(a, dtype=np.float32)
         if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
                 and _algorithm((a, b), max(a.size, b.size), MIN_BINARY_SIZE) == "onednn"):
-            if a.shape == b.shape and a.strides != b.strides and is_dense(a) != is_dense(b):
+            if (a.shape == b.shape and a.strides != b.strides and is_dense(a) != is_dense(b)
+                    and min((*a.strides, *b.strides), default=1) > 0):
                 # a view (a concatenation's gradient slice) with a dense array, as a 3-D
                 # U-Net's skip gradients meet: the view copied into the other's layout,
                 # then one flat pass on every thread (NumPy's strided pass over
-                # (2, 16, 64, 64, 64) took 14.4 ms, the two 6.9)
+                # (2, 16, 64, 64, 64) took 14.4 ms, the two 6.9); a broadcast operand
+                # (a zero stride) stays NumPy's one pass
                 a, b = (a, _laid_like(b, a)) if is_dense(a) else (_laid_like(a, b), b)
             if a.shape != b.shape and a.size < b.size and op in ("add", "mul"):
                 a, b = b, a  # IEEE addition and multiplication commute exactly

@@ -40,7 +40,7 @@ _FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
 
 def matmul(a: Any, b: Any) -> Any:
     """``np.matmul(a, b)``, one ``matmul`` event: ``threads`` for a large float 2-d
-    product (blocks of rows on the pool, BLAS on one thread each), else ``numpy`` (one
+    product (blocks of rows or columns on the pool, BLAS on one thread each), else ``numpy`` (one
     call, BLAS on one thread; NumPy's semantics for every other operand)."""
     shapes = (tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ())))
     with MATMUL.record("matmul", *shapes) as rec:
@@ -67,7 +67,8 @@ def matmul(a: Any, b: Any) -> Any:
 
 
 def _blocks(a: Any, b: Any) -> list[int] | None:
-    """The row cuts of a product worth cutting, else None."""
+    """The cuts (of the output's rows, or of its columns when it has more) of a product
+    worth cutting, else None."""
     if (MATMUL.pinned() == "numpy" or type(a) is not np.ndarray or type(b) is not np.ndarray
             or a.ndim != 2 or b.ndim != 2 or a.dtype not in _FLOAT or b.dtype != a.dtype):
         return None
