@@ -135,7 +135,7 @@ def _compile(numba) -> Loops:
 
     def sums_rows(x, g, hi, m, s, t, relu, slope, bounds, out):  # out[p]: sum g, sum g (x - hi)
         c_len = x.shape[1]
-        k = np.float32(slope)
+        k, one, zero = np.float32(slope), np.float32(1), np.float32(0)
         xf, gf = x.reshape(-1), g.reshape(-1)
         for p in prange(bounds.shape[0]):
             r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
@@ -151,10 +151,15 @@ def _compile(numba) -> Loops:
                 o = r0 * c_len + c0 + u * step
                 e = min(o + ln, r1 * c_len)
                 xs, gs = xf[o:e], gf[o:e]
-                if relu:  # g where the output is positive, else g slope
-                    for j in range(e - o):
-                        y = np.float32((np.float64(xs[j]) - mt[j]) * st[j] + tt[j])
-                        gm[j] = gs[j] if y > 0 else (gs[j] * k if slope != 0 else 0)
+                if relu:  # g where the output is positive, else g slope (selects)
+                    if slope != 0:
+                        for j in range(e - o):
+                            y = np.float32((np.float64(xs[j]) - mt[j]) * st[j] + tt[j])
+                            gm[j] = gs[j] * (one if y > 0 else k)
+                    else:
+                        for j in range(e - o):
+                            y = np.float32((np.float64(xs[j]) - mt[j]) * st[j] + tt[j])
+                            gm[j] = gs[j] if y > 0 else zero
                     gs = gm[:e - o]
                 for j in range(e - o):
                     a1[j] += gs[j]
@@ -168,7 +173,7 @@ def _compile(numba) -> Loops:
 
     def grad_rows(x, g, gx, hi, k, b, a, m, s, t, relu, slope, bounds):
         c_len = x.shape[1]
-        ks = np.float32(slope)
+        ks, one, zero = np.float32(slope), np.float32(1), np.float32(0)
         xf, gf, of = x.reshape(-1), g.reshape(-1), gx.reshape(-1)
         for p in prange(bounds.shape[0]):  # gx = a g + (k (x - hi) + b)
             r0, r1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
@@ -186,13 +191,19 @@ def _compile(numba) -> Loops:
                 o = r0 * c_len + c0 + u * step
                 e = min(o + ln, r1 * c_len)
                 xs, gs, os_ = xf[o:e], gf[o:e], of[o:e]
-                for j in range(e - o):
-                    os_[j] = gs[j] * at[j] + ((xs[j] - ht[j]) * kt[j] + bt[j])
-                if relu:
+                if not relu:
                     for j in range(e - o):
-                        if not np.float32((np.float64(xs[j]) - mt[j]) * st[j] + tt[j]) > 0:
-                            gj = gs[j] * ks if slope != 0 else np.float32(0)
-                            os_[j] = gj * at[j] + ((xs[j] - ht[j]) * kt[j] + bt[j])
+                        os_[j] = gs[j] * at[j] + ((xs[j] - ht[j]) * kt[j] + bt[j])
+                elif slope != 0:  # g at the activation's input, by selects, in the pass
+                    for j in range(e - o):
+                        y = np.float32((np.float64(xs[j]) - mt[j]) * st[j] + tt[j])
+                        gj = gs[j] * (one if y > 0 else ks)
+                        os_[j] = gj * at[j] + ((xs[j] - ht[j]) * kt[j] + bt[j])
+                else:
+                    for j in range(e - o):
+                        y = np.float32((np.float64(xs[j]) - mt[j]) * st[j] + tt[j])
+                        gj = gs[j] if y > 0 else zero
+                        os_[j] = gj * at[j] + ((xs[j] - ht[j]) * kt[j] + bt[j])
 
     # ------------------------------------------------------------ ncs: (N, C, S)
     def forward_ncs(x, m, s, t, relu, slope, y, bounds):
@@ -232,7 +243,7 @@ def _compile(numba) -> Loops:
                     out[p, 2, i - i0, c - c0] = s2
 
     def sums_ncs(x, g, hi, m, s, t, relu, slope, bounds, scratch, out):  # out[p] (2, W)
-        k = np.float32(slope)
+        k, one, zero = np.float32(slope), np.float32(1), np.float32(0)
         for p in prange(bounds.shape[0]):
             i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
             j0, j1 = bounds[p, 4], bounds[p, 5]
@@ -243,9 +254,14 @@ def _compile(numba) -> Loops:
                 for i in range(i0, i1):
                     xr, gr = x[i, c, j0:j1], g[i, c, j0:j1]
                     if relu:
-                        for j in range(j1 - j0):
-                            y = np.float32((np.float64(xr[j]) - mc) * sc + tc)
-                            gm[j] = gr[j] if y > 0 else (gr[j] * k if slope != 0 else 0)
+                        if slope != 0:
+                            for j in range(j1 - j0):
+                                y = np.float32((np.float64(xr[j]) - mc) * sc + tc)
+                                gm[j] = gr[j] * (one if y > 0 else k)
+                        else:
+                            for j in range(j1 - j0):
+                                y = np.float32((np.float64(xr[j]) - mc) * sc + tc)
+                                gm[j] = gr[j] if y > 0 else zero
                         gr = gm
                     for j in range(j1 - j0):
                         gb += gr[j]
@@ -254,7 +270,7 @@ def _compile(numba) -> Loops:
                 out[p, 1, c - c0] = gd
 
     def grad_ncs(x, g, gx, hi, k, b, a, m, s, t, relu, slope, bounds):
-        ks = np.float32(slope)
+        ks, one, zero = np.float32(slope), np.float32(1), np.float32(0)
         for p in prange(bounds.shape[0]):
             i0, i1, c0, c1 = bounds[p, 0], bounds[p, 1], bounds[p, 2], bounds[p, 3]
             j0, j1 = bounds[p, 4], bounds[p, 5]
@@ -262,13 +278,17 @@ def _compile(numba) -> Loops:
                 for c in range(c0, c1):
                     h, kc, bc, ac, mc, sc, tc = hi[c], k[c], b[c], a[c], m[c], s[c], t[c]
                     xr, gr, o = x[i, c, j0:j1], g[i, c, j0:j1], gx[i, c, j0:j1]
-                    for j in range(j1 - j0):
-                        o[j] = gr[j] * ac + ((xr[j] - h) * kc + bc)
-                    if relu:
+                    if not relu:
                         for j in range(j1 - j0):
-                            if not np.float32((np.float64(xr[j]) - mc) * sc + tc) > 0:
-                                gj = gr[j] * ks if slope != 0 else np.float32(0)
-                                o[j] = gj * ac + ((xr[j] - h) * kc + bc)
+                            o[j] = gr[j] * ac + ((xr[j] - h) * kc + bc)
+                    elif slope != 0:
+                        for j in range(j1 - j0):
+                            y = np.float32((np.float64(xr[j]) - mc) * sc + tc)
+                            o[j] = gr[j] * (one if y > 0 else ks) * ac + ((xr[j] - h) * kc + bc)
+                    else:
+                        for j in range(j1 - j0):
+                            y = np.float32((np.float64(xr[j]) - mc) * sc + tc)
+                            o[j] = (gr[j] if y > 0 else zero) * ac + ((xr[j] - h) * kc + bc)
 
     # ------------------------------------- the affine step: y = x w + b per channel
     def affine_rows(x, w, b, scaled, shifted, y, bounds):
