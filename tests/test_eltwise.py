@@ -445,24 +445,53 @@ def test_bce_with_logits_in_one_pass_matches_torch(layout, reduction):
                                                  ROUNDING * abs(ref.item()))
 
 
-@needs_onednn
-@pytest.mark.parametrize("op", ["add", "sub", "mul"])
-def test_a_slice_and_a_dense_array_meet_in_the_dense_layout(op):
-    """A channel slice of a channels-last array (a concatenation's gradient) with a dense
-    channels-last array, past the binary threshold: the slice copied into the dense
-    layout (a ``layout`` event), then one flat oneDNN pass; NumPy's result bit for bit,
-    in either operand order, channels-last."""
-    rng = np.random.default_rng(41)
-    shape = (2, 16, 24, 48, 48)
-    assert np.prod(shape) >= MIN_BINARY_SIZE
-    full = empty((2, 32, *shape[2:]), channels_last=True)
+def _slice_and_dense(shape, rng):
+    """A channel slice of a channels-last array and a dense channels-last array, both of
+    ``shape`` (a concatenation's gradient slice and a skip's own gradient)."""
+    full = empty((shape[0], 2 * shape[1], *shape[2:]), channels_last=True)
     full[...] = rng.standard_normal(full.shape)
     dense = empty(shape, channels_last=True)
     dense[...] = rng.standard_normal(shape)
-    view = full[:, 8:24]
-    ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op]
+    dense.reshape(-1)[::97] = np.nan  # NaN and a zero divisor take NumPy's rules too
+    full[:, shape[1] // 2].reshape(-1)[::89] = 0.0
+    return full[:, shape[1] // 2:shape[1] // 2 + shape[1]], dense
+
+
+_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+
+
+@pytest.mark.skipif(not jit.enabled(), reason="the row loop is compiled by Numba")
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+@pytest.mark.parametrize("shape", [(8, 16, 64, 64), (2, 16, 24, 48, 48)])
+def test_a_slice_and_a_dense_array_meet_in_one_compiled_pass(op, shape):
+    """A channel slice of a channels-last array with a dense channels-last array (a U-Net's
+    skip gradients; the 3-D one past the oneDNN threshold): the compiled row loop, one
+    pass, no layout copy; NumPy's result bit for bit, in either operand order, in the
+    dense operand's layout."""
+    view, dense = _slice_and_dense(shape, np.random.default_rng(41))
+    ufunc = _UFUNCS[op]
     for a, b in ((view, dense), (dense, view)):
-        with cg.profile() as prof:
+        with cg.profile() as prof, np.errstate(all="ignore"):
+            out = eltwise.binary(op, a, b, lambda a=a, b=b: ufunc(a, b))
+            want = ufunc(a, b)
+        assert not prof.of("layout")
+        assert [e.algorithm for e in prof.of("eltwise")] == ["numba"]
+        assert out.strides == dense.strides
+        np.testing.assert_array_equal(out, want)
+
+
+@needs_onednn
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def test_a_slice_and_a_dense_array_meet_in_the_dense_layout_on_onednn(op):
+    """The same, oneDNN pinned (as without Numba) past the binary threshold: the slice
+    copied into the dense layout (a ``layout`` event), then one flat oneDNN pass;
+    NumPy's result bit for bit, in either operand order, channels-last."""
+    shape = (2, 16, 24, 48, 48)
+    assert np.prod(shape) >= MIN_BINARY_SIZE
+    view, dense = _slice_and_dense(shape, np.random.default_rng(41))
+    ufunc = _UFUNCS[op]
+    for a, b in ((view, dense), (dense, view)):
+        with cg.profile() as prof, prefer("onednn"):
             out = eltwise.binary(op, a, b, lambda a=a, b=b: ufunc(a, b))
         assert [e.name for e in prof.of("layout")] == ["copy"]
         assert [e.algorithm for e in prof.of("eltwise")] == ["onednn"]

@@ -19,7 +19,10 @@ the layouts fit:
 
 ReLU's forward, whose oneDNN kernel turns NaN into 0, and LeakyReLU's backward, whose
 oneDNN kernel does not scale a NaN input's gradient, run Numba's loops instead
-(:mod:`.eltwise_loops`, algorithm ``numba``) on large dense float32 arrays.  Anything
+(:mod:`.eltwise_loops`, algorithm ``numba``) on large dense float32 arrays, and so does a
+binary operation of a dense array with a channel slice of a channels-last one (rows at
+another pitch, :func:`.relayout.row_matrix`): one pass over the rows, where oneDNN needs
+the slice copied into the dense layout first.  Anything
 else (float64, dask arrays, small arrays, other layouts and broadcasts, a case oneDNN
 runs only with its reference code) runs the NumPy reference.
 """
@@ -281,15 +284,20 @@ def binary(op: str, a: Any, b: Any, reference: Callable[[], Any]) -> Any:
             b = np.array(b, dtype=np.float32)
         if type(a) in _WEAK and op in ("add", "mul"):
             a, b = b, np.array(a, dtype=np.float32)
+        if type(a) is np.ndarray and type(b) is np.ndarray:
+            out = _binary_rows(op, a, b)
+            if out is not None:
+                rec.algorithm = "numba"
+                return out
         if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
                 and _algorithm((a, b), max(a.size, b.size), MIN_BINARY_SIZE) == "onednn"):
             if (a.shape == b.shape and a.strides != b.strides and is_dense(a) != is_dense(b)
                     and min((*a.strides, *b.strides), default=1) > 0):
-                # a view (a concatenation's gradient slice) with a dense array, as a 3-D
-                # U-Net's skip gradients meet: the view copied into the other's layout,
-                # then one flat pass on every thread (NumPy's strided pass over
-                # (2, 16, 64, 64, 64) took 14.4 ms, the two 6.9); a broadcast operand
-                # (a zero stride) stays NumPy's one pass
+                # a view (a concatenation's gradient slice) with a dense array, where the
+                # row loop above did not run (no Numba, oneDNN pinned): the view copied
+                # into the other's layout, then one flat pass on every thread (NumPy's
+                # strided pass over (2, 16, 64, 64, 64) took 14.4 ms, the two 6.9, the
+                # row loop 4.5); a broadcast operand (a zero stride) stays NumPy's pass
                 a, b = (a, _laid_like(b, a)) if is_dense(a) else (_laid_like(a, b), b)
             if a.shape != b.shape and a.size < b.size and op in ("add", "mul"):
                 a, b = b, a  # IEEE addition and multiplication commute exactly
@@ -299,6 +307,31 @@ def binary(op: str, a: Any, b: Any, reference: Callable[[], Any]) -> Any:
                 return plan.run(a=a, b=b, out=np.empty_like(a))
         rec.algorithm = "numpy"
         return reference()
+
+
+def _binary_rows(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``a op b`` by the compiled row loop (:mod:`.eltwise_loops`), into an array in the
+    dense operand's layout, where the operands are float32 arrays of one shape and
+    different strides, one dense, the other a matrix of the same rows at its own pitch
+    (a channel slice of a channels-last array) of at least ``ROWS_MIN_SIZE`` elements;
+    else None (the other paths run)."""
+    if (a.shape != b.shape or a.strides == b.strides or a.dtype != _F32 or b.dtype != _F32
+            or a.size < relayout.ROWS_MIN_SIZE or ELTWISE.pinned() not in (None, "numba")):
+        return None
+    like = a if is_dense(a) else b if is_dense(b) else None
+    if like is None:
+        return None
+    out = np.empty_like(like)
+    found = [relayout.row_matrix(out, v) for v in (a, b)]
+    if None in found or found[0][:2] != found[1][:2] or eltwise_loops.loops() is None:
+        return None
+    (rows, run, a_pitch, pitch), (_, _, b_pitch, _) = found
+    _set_threads()
+    eltwise_loops.loops()["binary_rows"](
+        eltwise_loops.BINARY_OPS[op], relayout.span(a, rows, a_pitch, run), a_pitch,
+        relayout.span(b, rows, b_pitch, run), b_pitch, relayout.span(out, rows, pitch, run),
+        pitch, rows, run)
+    return out
 
 
 def _binary_plan(op: str, a: np.ndarray, b: np.ndarray):
@@ -333,3 +366,4 @@ def _exercise() -> None:
     lp["relu"](x, np.empty_like(x))
     lp["leaky_relu_grad"](x, x, np.float32(0.2), np.empty_like(x))
     lp["relu_grad"](x, x, np.empty_like(x))
+    lp["binary_rows"](0, x, 2, x, 2, np.empty_like(x), 2, 2, 2)

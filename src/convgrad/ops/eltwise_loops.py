@@ -8,9 +8,16 @@
 * ReLU's backward from the output ``y``: ``g if y > 0 or y != y else 0`` (NaN passes its
   gradient, as torch), the NumPy rule bit for bit; oneDNN's took 0.56 ms on 2M elements,
   this loop 0.21 (torch 0.17-0.29), measured interleaved on 2 threads.
+* A binary operation (``+ - * /``) of two matrices of rows at their own pitches into a
+  dense one (``binary_rows``): a channel slice of a channels-last array (a concatenation's
+  gradient) met by a dense array, as a U-Net's skip gradients are summed.  One IEEE
+  float32 operation an element, NumPy's bits; one pass over memory where NumPy's strided
+  pass ran on one core (1.0 ms on (8, 16, 64, 64)) and oneDNN needs the slice copied
+  first.
 
-Flat dense arrays of one layout, in blocks of :data:`BLOCK` elements in a ``prange``
-(serial where Numba's threading layer is its work queue).
+Flat dense arrays of one layout, in blocks of :data:`BLOCK` elements (rows: blocks of
+:data:`ROW_BLOCK` rows) in a ``prange`` (serial where Numba's threading layer is its work
+queue).
 """
 
 from __future__ import annotations
@@ -19,10 +26,14 @@ import numpy as np
 
 from . import jit
 
-__all__ = ["BLOCK", "loops"]
+__all__ = ["BINARY_OPS", "BLOCK", "ROW_BLOCK", "loops"]
 
 #: elements per block of the parallel loop
 BLOCK = 1 << 14
+#: rows per block of ``binary_rows``'s parallel loop
+ROW_BLOCK = 64
+#: ``binary_rows``'s operation codes
+BINARY_OPS = {"add": 0, "sub": 1, "mul": 2, "div": 3}
 
 
 def _compile(numba) -> dict:
@@ -59,7 +70,43 @@ def _compile(numba) -> dict:
                 v = ys[i]
                 os_[i] = gs[i] if (v > 0 or v != v) else np.float32(0)
 
-    return {"relu": relu, "leaky_relu_grad": leaky_relu_grad, "relu_grad": relu_grad}
+    @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
+    def binary_rows(op, a, a_pitch, b, b_pitch, out, out_pitch, rows, run):
+        """``out[r, j] = a[r, j] op b[r, j]`` for r < rows, j < run, each matrix flat
+        from its first element with its row pitch; ``op`` a :data:`BINARY_OPS` code (one
+        loop per operation, the branch outside it: inside, per row, it ran 1.6x slower)."""
+        blocks = (rows + ROW_BLOCK - 1) // ROW_BLOCK
+        if op == 0:
+            for blk in prange(blocks):
+                for r in range(blk * ROW_BLOCK, min(rows, blk * ROW_BLOCK + ROW_BLOCK)):
+                    ar, br = a[r * a_pitch:r * a_pitch + run], b[r * b_pitch:r * b_pitch + run]
+                    orow = out[r * out_pitch:r * out_pitch + run]
+                    for j in range(run):
+                        orow[j] = ar[j] + br[j]
+        elif op == 1:
+            for blk in prange(blocks):
+                for r in range(blk * ROW_BLOCK, min(rows, blk * ROW_BLOCK + ROW_BLOCK)):
+                    ar, br = a[r * a_pitch:r * a_pitch + run], b[r * b_pitch:r * b_pitch + run]
+                    orow = out[r * out_pitch:r * out_pitch + run]
+                    for j in range(run):
+                        orow[j] = ar[j] - br[j]
+        elif op == 2:
+            for blk in prange(blocks):
+                for r in range(blk * ROW_BLOCK, min(rows, blk * ROW_BLOCK + ROW_BLOCK)):
+                    ar, br = a[r * a_pitch:r * a_pitch + run], b[r * b_pitch:r * b_pitch + run]
+                    orow = out[r * out_pitch:r * out_pitch + run]
+                    for j in range(run):
+                        orow[j] = ar[j] * br[j]
+        else:
+            for blk in prange(blocks):
+                for r in range(blk * ROW_BLOCK, min(rows, blk * ROW_BLOCK + ROW_BLOCK)):
+                    ar, br = a[r * a_pitch:r * a_pitch + run], b[r * b_pitch:r * b_pitch + run]
+                    orow = out[r * out_pitch:r * out_pitch + run]
+                    for j in range(run):
+                        orow[j] = ar[j] / br[j]
+
+    return {"relu": relu, "leaky_relu_grad": leaky_relu_grad, "relu_grad": relu_grad,
+            "binary_rows": binary_rows}
 
 
 #: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)

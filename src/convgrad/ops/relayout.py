@@ -16,7 +16,7 @@ from .onednn import copy as onednn_copy
 from .parallel import num_threads
 
 __all__ = ["COPY_MIN_SIZE", "ROWS_MIN_SIZE", "SHORT_RUN_MIN_SIZE", "concatenate", "copy",
-           "laid_out"]
+           "laid_out", "row_matrix", "span"]
 
 #: float32 elements from which :func:`copy` runs oneDNN's reorder where NumPy copies runs
 #: of 16 or more contiguous elements (measured, 2 threads: a channel slice of a
@@ -40,7 +40,7 @@ ROWS_MIN_SIZE = 1 << 16
 def copy(dst: np.ndarray, src: np.ndarray) -> str:
     """``dst[...] = src`` (one shape, any strides), and the algorithm that ran: the
     compiled row copy for a large copy of rows at two pitches (a channel slice of a
-    channels-last array, :func:`_rows`), oneDNN's reorder (every thread, at memory speed,
+    channels-last array, :func:`row_matrix`), oneDNN's reorder (every thread, at memory speed,
     whatever the two layouts) for large float32 arrays with positive strides
     (:func:`_plan`), else NumPy's copy, which loops over ``dst``'s innermost dim however
     short: NCHW to channels-last of (16, 64, 64, 64) took
@@ -58,11 +58,11 @@ def copy(dst: np.ndarray, src: np.ndarray) -> str:
 
 def _copy_rows(dst: np.ndarray, src: np.ndarray) -> bool:
     """``dst[...] = src`` by the compiled row copy (:mod:`.copy_loops`) where both are
-    float32 matrices of the same rows at their own pitches (:func:`_rows`) of at least
+    float32 matrices of the same rows at their own pitches (:func:`row_matrix`) of at least
     :data:`ROWS_MIN_SIZE` elements and Numba runs; whether it did."""
     if src.size < ROWS_MIN_SIZE:
         return False
-    found = _rows(dst, src)  # first: a copy of another shape never waits for Numba's loading
+    found = row_matrix(dst, src)  # first: another shape never waits for Numba's loading
     if found is None or not _rows_run_here(dst, src):
         return False
     _run_rows(dst, src, found)
@@ -77,7 +77,7 @@ def _rows_run_here(*arrays: np.ndarray) -> bool:
             and copy_loops.loops() is not None)
 
 
-def _span(a: np.ndarray, rows: int, pitch: int, run: int) -> np.ndarray:
+def span(a: np.ndarray, rows: int, pitch: int, run: int) -> np.ndarray:
     """The flat memory of ``rows`` rows of ``run`` elements at ``pitch``, from ``a``'s first
     element (its positive strides put that first in memory)."""
     return np.lib.stride_tricks.as_strided(a, ((rows - 1) * pitch + run,), (a.itemsize,))
@@ -85,8 +85,8 @@ def _span(a: np.ndarray, rows: int, pitch: int, run: int) -> np.ndarray:
 
 def _run_rows(dst: np.ndarray, src: np.ndarray, found: tuple) -> None:
     rows, run, s_pitch, t_pitch = found
-    copy_loops.loops()["copy_rows"](_span(src, rows, s_pitch, run), s_pitch,
-                                    _span(dst, rows, t_pitch, run), t_pitch, rows, run)
+    copy_loops.loops()["copy_rows"](span(src, rows, s_pitch, run), s_pitch,
+                                    span(dst, rows, t_pitch, run), t_pitch, rows, run)
 
 
 def _joinable(slices: list, found: list) -> bool:
@@ -106,12 +106,12 @@ def _join_rows(out: np.ndarray, parts: list, found: list) -> None:
     (rows, run, pitch, out pitch), the same rows)."""
     (rows, a_run, a_pitch, pitch), (_, b_run, b_pitch, _) = found
     a, b = parts
-    copy_loops.loops()["join_rows"](_span(a, rows, a_pitch, a_run), a_pitch, a_run,
-                                    _span(b, rows, b_pitch, b_run), b_pitch, b_run,
-                                    _span(out, rows, pitch, a_run + b_run), pitch, rows)
+    copy_loops.loops()["join_rows"](span(a, rows, a_pitch, a_run), a_pitch, a_run,
+                                    span(b, rows, b_pitch, b_run), b_pitch, b_run,
+                                    span(out, rows, pitch, a_run + b_run), pitch, rows)
 
 
-def _rows(dst: np.ndarray, src: np.ndarray) -> tuple[int, int, int, int] | None:
+def row_matrix(dst: np.ndarray, src: np.ndarray) -> tuple[int, int, int, int] | None:
     """(rows, run, src pitch, dst pitch) in elements where ``src`` and ``dst`` (one shape,
     positive strides) are the same matrix of rows: the innermost dim of both (``dst``'s
     memory order) contiguous, every other dim folding into one row index at one pitch in
@@ -214,7 +214,7 @@ def concatenate(parts: list, axis: int):
         for p in parts:
             slices.append(out[(slice(None),) * axis + (slice(start, start + p.shape[axis]),)])
             start += p.shape[axis]
-        found = [_rows(d, p) for d, p in zip(slices, parts)] if out.size >= ROWS_MIN_SIZE else []
+        found = [row_matrix(d, p) for d, p in zip(slices, parts)] if out.size >= ROWS_MIN_SIZE else []
         if found and all(found) and _rows_run_here(out, *parts):
             if _joinable(slices, found):  # each part into its channels of every row
                 _join_rows(out, parts, found)
