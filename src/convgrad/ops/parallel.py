@@ -21,9 +21,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 
 _state: dict = {}
 _OMP_AT_START = os.environ.get("OMP_NUM_THREADS", "")  # read once, as OpenMP does
@@ -71,6 +70,8 @@ def set_num_threads(n: int) -> None:
 def _blas_controllers() -> list | None:
     """The loaded BLAS libraries' controllers; scanned again after new imports (a module
     such as SciPy or torch may bring a BLAS of its own), which is cheap to notice."""
+    if _state.get("modules") == len(sys.modules) and "blas" in _state:
+        return _state["blas"]  # the common case, without the lock (a kernel asks each call)
     with _lock:
         if "blas" not in _state or _state.get("modules") != len(sys.modules):
             try:
@@ -84,35 +85,48 @@ def _blas_controllers() -> list | None:
         return _state["blas"]
 
 
-@contextmanager
-def single_threaded_blas() -> Iterator[bool]:
-    """Inside: BLAS uses one thread; yields whether that holds.
+class _SingleThreadedBlas:
+    """:func:`single_threaded_blas`'s context (a class: the generator-based one cost
+    ~4 us a kernel, this ~1.5)."""
 
-    Process-wide and reference-counted: the first kernel to enter (in any thread)
-    saves BLAS's thread counts, the last to leave restores them.
-    """
-    libs = _blas_controllers()
-    if libs is None:
-        yield False
-        return
-    with _lock:
-        # library file -> (controller, its thread count); keyed by file, not controller:
-        # a rescan (after an import in another thread) makes new controllers of the same
-        # libraries, whose thread count, read now, would be the 1 set here
-        saved = _state.setdefault("saved", {})
-        for lib in libs:  # a library loaded while others are inside is limited too
-            if lib.filepath not in saved:
-                saved[lib.filepath] = (lib, lib.num_threads)
-                lib.set_num_threads(1)
-        _state["users"] = _state.get("users", 0) + 1
-    try:
-        yield True
-    finally:
+    __slots__ = ("held",)
+
+    def __enter__(self) -> bool:
+        libs = _blas_controllers()
+        self.held = libs is not None
+        if libs is None:
+            return False
+        with _lock:
+            # library file -> (controller, its thread count); keyed by file, not
+            # controller: a rescan (after an import in another thread) makes new
+            # controllers of the same libraries, whose thread count, read now, would be
+            # the 1 set here
+            saved = _state.setdefault("saved", {})
+            for lib in libs:  # a library loaded while others are inside is limited too
+                if lib.filepath not in saved:
+                    saved[lib.filepath] = (lib, lib.num_threads)
+                    lib.set_num_threads(1)
+            _state["users"] = _state.get("users", 0) + 1
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.held:
+            return
         with _lock:
             _state["users"] -= 1
             if _state["users"] == 0:
                 for lib, n in _state.pop("saved").values():
                     lib.set_num_threads(n)
+
+
+def single_threaded_blas() -> _SingleThreadedBlas:
+    """Inside (``with single_threaded_blas() as held``): BLAS uses one thread; ``held``
+    says whether that holds.
+
+    Process-wide and reference-counted: the first kernel to enter (in any thread)
+    saves BLAS's thread counts, the last to leave restores them.
+    """
+    return _SingleThreadedBlas()
 
 
 class Background:
