@@ -13,6 +13,7 @@ from . import (  # noqa: F401 (each declares its kernel family)
     normalization,
     pooling,
     resampling,
+    similarity,
     softmax,
     update,
 )

@@ -9,7 +9,8 @@ backward, each a NumPy pass plus the engine's bookkeeping: in the demo's MS-SSIM
 (five scales of (8, 1, 96, 96) at most) that bookkeeping was most of the loss's time.
 :class:`SSIMTerms` runs it as one node: the five moments arrive stacked along the batch
 (filtered by one convolution, not five), the forward is one pass of array arithmetic and
-its backward another, by the derivative written out below.
+its backward another, by the derivative written out below; on float32 arrays each pass is
+one compiled loop of the ``similarity`` kernel family (:mod:`convgrad.ops.similarity`).
 
 :func:`ssim_maps` and :func:`ssim_maps_grad` take Tensors or ndarrays alike (only
 ``+ - * /`` with each other and with Python numbers), so the math is written once: on
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function, is_grad_enabled
+from ..ops import similarity
 from ..ops.reduction import total
 from .shape import Concatenate, GetItem
 
@@ -82,11 +84,15 @@ class SSIMTerms(Function):
     @staticmethod
     def forward(ctx: Context, f: np.ndarray, c1: float, c2: float) -> np.ndarray:
         ctx.c1, ctx.c2 = c1, c2
-        maps = ssim_maps(*_parts(f), c1, c2)
-        n, c = maps[0].shape[:2]
-        count = int(np.prod(maps[0].shape[2:]))
-        # the mean of each image, as Tensor.mean sums it (accurately, see ops.reduction)
-        return np.stack([total(m.reshape(n, c, -1), axis=-1) / count for m in maps])
+
+        def reference() -> np.ndarray:
+            maps = ssim_maps(*_parts(f), c1, c2)
+            n, c = maps[0].shape[:2]
+            count = int(np.prod(maps[0].shape[2:]))
+            # the mean of each image, as Tensor.mean sums it (accurately, ops.reduction)
+            return np.stack([total(m.reshape(n, c, -1), axis=-1) / count for m in maps])
+
+        return similarity.ssim_terms(f, c1, c2, reference)
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
@@ -98,6 +104,11 @@ class SSIMTerms(Function):
             a, b = (GetItem.apply(grad, index=(i,)).reshape(keep) / count for i in (0, 1))
             grads = ssim_maps_grad(*_parts(f), ctx.c1, ctx.c2, a, b)
             return Concatenate.apply(*grads, dim=0)
-        g = grad.data.reshape(*grad.shape, *(1,) * (f.ndim - 2)) / count
-        grads = ssim_maps_grad(*_parts(f.data), ctx.c1, ctx.c2, g[0], g[1])
-        return type(grad)._wrap(np.concatenate(grads, axis=0))
+
+        def reference() -> np.ndarray:
+            g = grad.data.reshape(*grad.shape, *(1,) * (f.ndim - 2)) / count
+            grads = ssim_maps_grad(*_parts(f.data), ctx.c1, ctx.c2, g[0], g[1])
+            return np.concatenate(grads, axis=0)
+
+        return type(grad)._wrap(similarity.ssim_terms_grad(f.data, ctx.c1, ctx.c2, grad.data,
+                                                           reference))
