@@ -42,7 +42,8 @@ from .parallel import num_threads, run_chunks
 from .registry import family
 
 __all__ = ["ACTIVATIONS", "ELTWISE", "FLOAT64_CHUNK", "MIN_BINARY_SIZE", "MIN_COMPILED_RELU_SIZE",
-           "MIN_ONEDNN_SIZE", "MIN_PIECEWISE_SIZE", "activation", "activation_grad",
+           "MIN_ONEDNN_SIZE", "MIN_PIECEWISE_SIZE", "MIN_STAGED_BINARY_SIZE", "activation",
+           "activation_grad",
            "bce_with_logits", "binary", "log_sigmoid"]
 
 #: the eltwise family: ``prefer("numpy")`` pins the Functions' NumPy code
@@ -51,8 +52,10 @@ ELTWISE = family("eltwise", ("onednn", "numba", "numpy"))
 #: Below these many result elements NumPy runs.  A oneDNN call costs 25-100 us from
 #: Python (ctypes, the plan's context, the profiler event); measured on this 2-core
 #: machine, one thread each, medians (the machine was shared: +-50%):
-#: * binary (add: NumPy 38 us at 65536 elements, 90 us at 262144, oneDNN 126 and 213 us;
-#:   at 8M both 2-2.5 ms single-threaded): oneDNN pays for its threads only when large;
+#: * binary: on a 2-core AMD EPYC (add: NumPy 38 us at 65536 elements, 90 us at 262144,
+#:   oneDNN 126 and 213 us, before the per-call glue was trimmed) oneDNN paid only from
+#:   1M; on a 2-core Intel Xeon, the whole call on 2 threads (NumPy / oneDNN, us): 65536
+#:   19 / 32, 131072 52 / 44, 262144 154 / 87, 590000 311 / 216, 1048576 505 / 322;
 #: * piecewise-linear forward (relu at 262144: NumPy 227 us, oneDNN 164 us);
 #: * every backward and every smooth forward (sigmoid at 8192: NumPy 81 us, oneDNN 62 us;
 #:   relu's backward mask is 2-3 ns an element in NumPy).
@@ -61,7 +64,10 @@ ELTWISE = family("eltwise", ("onednn", "numba", "numpy"))
 #: does, 2.8x faster), measured on one float32 array, us, NumPy / compiled on 2 threads:
 #: 4096 2.4 / 2.1, 16384 6.8 / 2.9, 65536 26.8 / 4.5, 262144 100 / 14 (ResNet-18's
 #: (8, 512, 4, 4) and (8, 256, 8, 8) ReLUs ran in NumPy).
-MIN_BINARY_SIZE = 1 << 20
+MIN_BINARY_SIZE = 1 << 17
+#: A view and a dense array of another layout are staged into one layout for oneDNN from
+#: this size: below it the copy cost more than NumPy's one strided pass saved
+MIN_STAGED_BINARY_SIZE = 1 << 20
 MIN_PIECEWISE_SIZE = 1 << 18
 MIN_ONEDNN_SIZE = 1 << 13
 MIN_COMPILED_RELU_SIZE = 1 << 12
@@ -292,7 +298,8 @@ def binary(op: str, a: Any, b: Any, reference: Callable[[], Any]) -> Any:
         if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
                 and _algorithm((a, b), max(a.size, b.size), MIN_BINARY_SIZE) == "onednn"):
             if (a.shape == b.shape and a.strides != b.strides and is_dense(a) != is_dense(b)
-                    and min((*a.strides, *b.strides), default=1) > 0):
+                    and min((*a.strides, *b.strides), default=1) > 0
+                    and a.size >= MIN_STAGED_BINARY_SIZE):
                 # a view (a concatenation's gradient slice) with a dense array, where the
                 # row loop above did not run (no Numba, oneDNN pinned): the view copied
                 # into the other's layout, then one flat pass on every thread (NumPy's
