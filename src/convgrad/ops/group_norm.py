@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import jit, layouts, parallel, reduction, relayout
+from . import jit, layouts, parallel, relayout
 from .group_loops import loops
 from .normalization import NORM
 
@@ -74,7 +74,7 @@ def _view(a: np.ndarray, nsc: bool) -> np.ndarray:
 
 def _threads(x: np.ndarray) -> None:
     if loops()["parallel"]:
-        jit.set_threads(1 if x.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads())
+        jit.set_threads(1 if x.size < jit.PARALLEL_MIN_SIZE else parallel.num_threads())
 
 
 def _f64(v: np.ndarray | None, c: int, fill: float) -> np.ndarray:

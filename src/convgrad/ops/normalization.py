@@ -206,8 +206,8 @@ class _Chunks:
         results = np.empty((k, *out)) if out else None
         extra += [results] if out else []
         lp = self.loops
-        threads = 1 if self.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads()
         if lp.parallel:
+            threads = 1 if self.size < jit.PARALLEL_MIN_SIZE else parallel.num_threads()
             jit.set_threads(threads)
             kernel(*views, *args, bounds, *extra)
             return results
