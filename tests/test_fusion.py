@@ -1,4 +1,6 @@
-"""Conv + LeakyReLU in a Sequential run as one oneDNN primitive: same bits, less work."""
+"""Conv + (Leaky)ReLU in a Sequential run as one operation: a leaky ReLU as oneDNN's post-op,
+a ReLU by the compiled loop on the convolution's result (with a bias, its backward and the
+bias gradient in one pass); same bits as the unfused pair, less work."""
 
 import contextlib
 
@@ -8,7 +10,7 @@ import torch
 
 import convgrad as cg
 from convgrad import nn
-from convgrad.ops import onednn_available, prefer
+from convgrad.ops import jit, onednn_available, prefer
 
 RNG = np.random.default_rng(7)
 CONVS = {1: nn.Conv1d, 2: nn.Conv2d, 3: nn.Conv3d}
@@ -58,10 +60,66 @@ def test_fused_equals_unfused_bit_for_bit_and_ran_fused(nd, slope, channels_last
     for g, g0 in zip(grads, grads0):
         np.testing.assert_array_equal(g, g0)
     if onednn_available():
-        # a plain ReLU is not fused (oneDNN's ReLU post-op turns NaN into 0)
+        # a plain ReLU is not oneDNN's post-op (which turns NaN into 0)
         fused = algos[0].startswith("onednn") and algos[0].endswith("+relu")
         assert fused == (slope > 0), algos
     assert not any(a.endswith("+relu") for a in algos0)
+
+
+def _events(prof):
+    return [(e.name, e.algorithm) for e in prof.events if e.family in ("conv", "eltwise")]
+
+
+@pytest.mark.skipif(not (onednn_available() and jit.enabled()),
+                    reason="the fused backward is the compiled loop after oneDNN's pass")
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_a_relu_after_a_convolution_takes_the_bias_gradient_in_its_backward(channels_last):
+    """Conv2d + ReLU: one ConvReLU node; its backward's ReLU mask and the bias gradient in
+    one compiled pass (``relu_bias_backward``, no ``relu_backward`` or ``conv_bias_grad``
+    of their own) where the gradient is channels-last, the two kernels otherwise; the
+    unfused pair's bits either way (a NaN in the output passes its gradient), torch's
+    float64 values."""
+    rng = np.random.default_rng(11)
+    model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1, rng=2), nn.ReLU())
+    x = rng.standard_normal((2, 8, 32, 32)).astype(np.float32)
+    if channels_last:
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    x[1, 3, 5, 7] = np.nan
+    y, grads, prof = _run(model, x)
+    y0, grads0, prof0 = _run(model, x, unfused=True)
+    assert np.isnan(y).any()
+    np.testing.assert_array_equal(y, y0)
+    for g, g0 in zip(grads, grads0):
+        np.testing.assert_array_equal(g, g0)
+    ran, ran0 = _events(prof), _events(prof0)
+    assert ("relu_backward", "numba") in ran0 and ("conv_bias_grad", "reduce") in ran0
+    fused = ("relu_bias_backward", "numba") in ran
+    assert fused == channels_last, ran  # the sums' compiled pass: channels-last gradients
+    assert (("relu_backward", "numba") in ran) != fused
+    assert (("conv_bias_grad", "reduce") in ran) != fused
+    assert [n for n, _ in ran].count("relu_forward") == 1  # in place, after the conv
+    # against torch float64 on the same values without the NaN: within twice torch
+    # float32's own error
+    x[1, 3, 5, 7] = 0.5
+    y, grads, _ = _run(model, x)
+
+    def torch_run(dtype):
+        tm = torch.nn.Sequential(torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU())
+        tm = tm.to(dtype)
+        with torch.no_grad():
+            tm[0].weight.copy_(torch.from_numpy(model[0].weight.data))
+            tm[0].bias.copy_(torch.from_numpy(model[0].bias.data))
+        tx = torch.from_numpy(x).to(dtype).requires_grad_()
+        ty = tm(tx)
+        (ty * ty).sum().backward()
+        return [a.detach().double().numpy() for a in (ty, tx.grad, tm[0].weight.grad,
+                                                       tm[0].bias.grad)]
+
+    ref, t32 = torch_run(torch.float64), torch_run(torch.float32)
+    for ours, theirs, want in zip([y, *grads], t32, ref):
+        err = np.abs(ours - want).max() / np.abs(want).max()
+        floor = np.finfo(np.float32).eps
+        assert err <= 2 * max(np.abs(theirs - want).max() / np.abs(want).max(), floor), err
 
 
 @pytest.mark.parametrize("slope", [0.0, 0.2])

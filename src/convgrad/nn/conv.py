@@ -168,8 +168,9 @@ class _Conv(_ConvNd):
     fuses_relu_after = forward  # see convgrad.nn.fusion
 
     def accepts_relu(self, slope: float) -> bool:
-        """A leaky ReLU only: oneDNN's plain ReLU post-op turns a NaN into 0."""
-        return slope > 0
+        """A leaky ReLU (oneDNN's post-op) or a ReLU (the compiled ReLU on the result in
+        place: oneDNN's ReLU post-op turns a NaN into 0)."""
+        return slope >= 0
 
 
 class Conv1d(_Conv):

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from . import eltwise_loops, jit, onednn, relayout
+from . import eltwise_loops, jit, onednn, reduction, relayout
 from .layouts import LAYOUT, is_dense
 from .onednn import eltwise as _dnnl
 from .onednn._plan import _normalized
@@ -43,8 +43,8 @@ from .registry import family
 
 __all__ = ["ACTIVATIONS", "ELTWISE", "FLOAT64_CHUNK", "MIN_BINARY_SIZE", "MIN_COMPILED_RELU_SIZE",
            "MIN_ONEDNN_SIZE", "MIN_PIECEWISE_SIZE", "MIN_STAGED_BINARY_SIZE", "activation",
-           "activation_grad",
-           "bce_with_logits", "binary", "log_sigmoid"]
+           "activation_grad", "bce_with_logits", "binary", "log_sigmoid", "relu_grad_with_sums",
+           "relu_in_place"]
 
 #: the eltwise family: ``prefer("numpy")`` pins the Functions' NumPy code
 ELTWISE = family("eltwise", ("onednn", "numba", "numpy"))
@@ -274,6 +274,47 @@ def activation_grad(name: str, g: Any, x: Any, reference: Callable[[], Any],
         return reference()
 
 
+def relu_in_place(y: Any) -> bool:
+    """``y = max(y, 0)`` in place by the compiled ReLU (NaN kept, as :func:`activation`'s)
+    where it runs (a large dense float32 ndarray, no pin elsewhere, Numba loaded); whether
+    it did.  A ``relu_forward`` event."""
+    if not (ELTWISE.pinned() in (None, "numba") and type(y) is np.ndarray
+            and y.dtype == _F32 and y.size >= MIN_COMPILED_RELU_SIZE and is_dense(y)
+            and y.flags.writeable and eltwise_loops.loops() is not None):
+        return False
+    with ELTWISE.record("relu_forward", _shape(y)) as rec:
+        rec.algorithm = "numba"
+        _set_threads()
+        eltwise_loops.loops()["relu_in_place"](_flat(y))
+    return True
+
+
+def relu_grad_with_sums(g: Any, y: Any, axes: tuple) -> tuple[np.ndarray, np.ndarray] | None:
+    """ReLU's gradient ``g`` where the output ``y`` passed (:func:`activation_grad`'s) and
+    its sum over ``axes`` (:func:`.reduction.total`'s bits), in one compiled pass: a
+    convolution's input gradient and bias gradient after the ReLU that followed it.  None
+    where the two kernels would not both be the compiled ones (float64, small or strided
+    arrays, a pin, no Numba): the caller runs them one after the other."""
+    if not (type(g) is np.ndarray and type(y) is np.ndarray and g.dtype == y.dtype == _F32
+            and g.shape == y.shape and y.size >= MIN_ONEDNN_SIZE and is_dense(y)
+            and ELTWISE.pinned() is None and onednn.available()
+            and eltwise_loops.loops() is not None):
+        return None
+    geometry = reduction.compiled_channel_sums(y, axes)
+    if geometry is None:
+        return None
+    with ELTWISE.record("relu_bias_backward", _shape(y)) as rec:
+        rec.algorithm = "numba"
+        if g.strides != y.strides:
+            g = _laid_like(g, y)
+        out = np.empty_like(y)
+        parts = reduction.part_sums(*geometry)
+        _set_threads()
+        eltwise_loops.loops()["relu_grad_sums"](_flat(g), _flat(y), _flat(out), geometry[1],
+                                                reduction.BLOCK_ROWS, parts)
+        return out, reduction.finish_channel_sums(parts, out, axes)
+
+
 def _laid_like(a: np.ndarray, like: np.ndarray) -> np.ndarray:
     """``a`` copied into ``like``'s memory order (a ``layout`` event ``copy``)."""
     with LAYOUT.record("copy", a.shape) as copy:
@@ -373,4 +414,6 @@ def _exercise() -> None:
     lp["relu"](x, np.empty_like(x))
     lp["leaky_relu_grad"](x, x, np.float32(0.2), np.empty_like(x))
     lp["relu_grad"](x, x, np.empty_like(x))
+    lp["relu_in_place"](np.zeros(4, np.float32))
+    lp["relu_grad_sums"](x, x, np.empty_like(x), 2, 16, np.empty((1, 1, 2)))
     lp["binary_rows"](0, x, 2, x, 2, np.empty_like(x), 2, 2, 2)

@@ -8,6 +8,12 @@
 * ReLU's backward from the output ``y``: ``g if y > 0 or y != y else 0`` (NaN passes its
   gradient, as torch), the NumPy rule bit for bit; oneDNN's took 0.56 ms on 2M elements,
   this loop 0.21 (torch 0.17-0.29), measured interleaved on 2 threads.
+* ReLU's backward fused with the sum of its result over all but the channels
+  (``relu_grad_sums``: a convolution's bias gradient, when the ReLU follows it): the
+  result as ``relu_grad``'s, its column sums into the partial sums of
+  :func:`.reduction.part_sums` in the compiled column sums' order (blocks of rows in
+  float32 within a part, in float64 across), so the sum has :func:`.reduction.total`'s
+  bits without a second pass over memory.
 * A binary operation (``+ - * /``) of two matrices of rows at their own pitches into a
   dense one (``binary_rows``): a channel slice of a channels-last array (a concatenation's
   gradient) met by a dense array, as a U-Net's skip gradients are summed.  One IEEE
@@ -25,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import jit
+from .reduction_loops import PART_ROWS
 
 __all__ = ["BINARY_OPS", "BLOCK", "ROW_BLOCK", "loops"]
 
@@ -52,6 +59,17 @@ def _compile(numba) -> dict:
                 ys[i] = v if (v > 0 or v != v) else np.float32(0)
 
     @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
+    def relu_in_place(y):
+        """``relu`` with the output its input (one array: the loop vectorises, where
+        ``relu(y, y)`` ran scalar behind its aliasing check)."""
+        n = y.size
+        for b in prange((n + BLOCK - 1) // BLOCK):
+            ys = y[b * BLOCK:min(n, b * BLOCK + BLOCK)]
+            for i in range(ys.shape[0]):
+                v = ys[i]
+                ys[i] = v if (v > 0 or v != v) else np.float32(0)
+
+    @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
     def leaky_relu_grad(g, x, slope, gx):
         n = x.size
         for b in prange((n + BLOCK - 1) // BLOCK):
@@ -69,6 +87,30 @@ def _compile(numba) -> dict:
             for i in range(hi - lo):
                 v = ys[i]
                 os_[i] = gs[i] if (v > 0 or v != v) else np.float32(0)
+
+    @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
+    def relu_grad_sums(g, y, gx, width, block, parts):
+        """gx = relu_grad(g, y) of flat dense (rows, width) matrices, and parts[0, p, c]
+        the float64 sum of gx's column c over part p's rows (blocks of ``block`` rows
+        summed in float32 first), as :mod:`.reduction_loops`' column sums."""
+        rows = y.size // width
+        for p in prange(parts.shape[1]):
+            acc = parts[0, p]
+            acc[:] = 0.0
+            part = np.zeros(width, np.float32)
+            end = min(rows, p * PART_ROWS + PART_ROWS)
+            for r0 in range(p * PART_ROWS, end, block):
+                part[:] = 0
+                for r in range(r0, min(end, r0 + block)):
+                    gs, ys = g[r * width:(r + 1) * width], y[r * width:(r + 1) * width]
+                    os_ = gx[r * width:(r + 1) * width]
+                    for c in range(width):
+                        v = ys[c]
+                        gv = gs[c] if (v > 0 or v != v) else np.float32(0)
+                        os_[c] = gv
+                        part[c] += gv
+                for c in range(width):
+                    acc[c] += part[c]
 
     @numba.njit(nogil=True, cache=True, parallel=jit.thread_safe())
     def binary_rows(op, a, a_pitch, b, b_pitch, out, out_pitch, rows, run):
@@ -105,8 +147,8 @@ def _compile(numba) -> dict:
                     for j in range(run):
                         orow[j] = ar[j] / br[j]
 
-    return {"relu": relu, "leaky_relu_grad": leaky_relu_grad, "relu_grad": relu_grad,
-            "binary_rows": binary_rows}
+    return {"relu": relu, "relu_in_place": relu_in_place, "leaky_relu_grad": leaky_relu_grad,
+            "relu_grad": relu_grad, "relu_grad_sums": relu_grad_sums, "binary_rows": binary_rows}
 
 
 #: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)

@@ -22,8 +22,8 @@ import numpy as np
 from .parallel import Background, run_chunks
 
 __all__ = ["PARALLEL_MIN_SIZE", "after_fork_in_child", "compiled", "enabled", "exercise",
-           "loader", "lock", "numba", "parallel_launched", "run_rows", "set_threads", "thread_safe", "wait_for_warm_up",
-           "warm_up"]
+           "loader", "lock", "numba", "parallel_launched", "run_rows", "set_threads",
+           "thread_safe", "wait_for_warm_up", "warm_up"]
 
 _numba = None  # the numba module once imported, False when it is not installed
 _layer: list = []  # the threading layer Numba chose, once known

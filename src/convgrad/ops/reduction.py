@@ -35,7 +35,8 @@ from . import jit, reduction_loops
 from .parallel import num_threads, run_chunks
 from .registry import family
 
-__all__ = ["REDUCE", "column_sums", "mean", "sum_over", "total"]
+__all__ = ["REDUCE", "column_sums", "compiled_channel_sums", "finish_channel_sums", "mean",
+           "part_sums", "sum_over", "total"]
 
 REDUCE = family("reduce", ("numba", "blas", "numpy"))
 
@@ -116,6 +117,41 @@ def _rows(x: np.ndarray, axes: tuple[int, ...]
             outer, inner)
 
 
+def compiled_channel_sums(x: np.ndarray, axes: tuple[int, ...]) -> tuple[int, int] | None:
+    """(rows, width) where :func:`total` of ``x`` over ``axes`` is the compiled column sums
+    of one dense (rows, width) matrix, the memory of ``x`` as it lies (a channels-last
+    gradient summed over all but its channels: a bias gradient); else None.  A kernel
+    that produces such an ``x`` may sum it as it writes it, into :func:`part_sums`'s
+    partial sums, and :func:`finish_channel_sums` gives :func:`total`'s bits."""
+    axes = _axes(x.ndim, axes)
+    if (x.dtype != np.float32 or x.size <= _SEQUENTIAL_LIMIT or not x.flags.aligned
+            or _sequential_terms(x, axes) <= _SEQUENTIAL_LIMIT
+            or reduction_loops.loops() is None):
+        return None
+    found = _rows(x, axes)
+    if found is None:
+        return None
+    m, outer, inner = found
+    if m.shape[0] != 1 or m.strides[1] != m.shape[2] * x.itemsize or outer:
+        return None
+    return m.shape[1], m.shape[2]
+
+
+def part_sums(rows: int, width: int) -> np.ndarray:
+    """The (1, parts, width) float64 partial sums the compiled column sums fill: a part of
+    ``reduction_loops.PART_ROWS`` rows, blocks of :data:`BLOCK_ROWS` rows in float32."""
+    return np.empty((1, -(-rows // reduction_loops.PART_ROWS), width))
+
+
+def finish_channel_sums(parts: np.ndarray, x: np.ndarray, axes: tuple[int, ...]
+                        ) -> np.ndarray:
+    """:func:`total` of ``x`` over ``axes`` from the partial sums a kernel wrote while
+    producing ``x`` (see :func:`compiled_channel_sums`), bit for bit."""
+    s = np.empty((1, parts.shape[2]), np.float64)
+    parts.sum(axis=1, out=s)
+    return _kept_shape(s, x, _axes(x.ndim, axes), *_rows(x, _axes(x.ndim, axes))[1:], False)
+
+
 def _blocked(x: np.ndarray, axes: tuple[int, ...], keepdims: bool
              ) -> tuple[np.ndarray, str] | None:
     """Blocks of rows summed in float32, the block sums in float64 (see the module), and
@@ -136,6 +172,13 @@ def _blocked(x: np.ndarray, axes: tuple[int, ...], keepdims: bool
     else:
         algorithm = "blas"
         for_ranges(m.shape[2], m.size, lambda a, b: column_sums(m[..., a:b], s[:, a:b]))
+    return _kept_shape(s, x, axes, outer, inner, keepdims), algorithm
+
+
+def _kept_shape(s: np.ndarray, x: np.ndarray, axes: tuple[int, ...], outer: list,
+                inner: list, keepdims: bool) -> np.ndarray:
+    """The float64 sums ``s`` (batch, width) of :func:`_rows`'s matrix as the result of a
+    sum of ``x`` over ``axes``: the kept dims in logical order, ``x``'s dtype."""
     kept = outer + inner  # memory order
     out_axes = sorted(d for d in range(x.ndim) if d not in axes)  # logical order
     s = s.reshape([x.shape[d] for d in kept])
@@ -143,7 +186,7 @@ def _blocked(x: np.ndarray, axes: tuple[int, ...], keepdims: bool
     s = s.reshape([x.shape[d] for d in out_axes])  # size-1 kept dims back in place
     if keepdims:
         s = s.reshape([1 if d in axes else n_ for d, n_ in enumerate(x.shape)])
-    return s.astype(x.dtype), algorithm
+    return s.astype(x.dtype)
 
 
 def column_sums(m: np.ndarray, out: np.ndarray) -> int:

@@ -214,7 +214,8 @@ def concatenate(parts: list, axis: int):
         for p in parts:
             slices.append(out[(slice(None),) * axis + (slice(start, start + p.shape[axis]),)])
             start += p.shape[axis]
-        found = [row_matrix(d, p) for d, p in zip(slices, parts)] if out.size >= ROWS_MIN_SIZE else []
+        found = ([row_matrix(d, p) for d, p in zip(slices, parts)]
+                 if out.size >= ROWS_MIN_SIZE else [])
         if found and all(found) and _rows_run_here(out, *parts):
             if _joinable(slices, found):  # each part into its channels of every row
                 _join_rows(out, parts, found)

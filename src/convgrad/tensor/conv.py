@@ -11,8 +11,10 @@ order are convolutions again:
   (``<weight_grad(x, gy), h> = <gy, conv(x, h)>``)
 * bias: ``gb = bias_grad(g)``, whose own gradient broadcasts back (``BiasExpand``);
   ``AddBias`` adds a bias to an existing output (a transposed convolution's).
-* ``ConvReLU``: ``relu(conv(x, w) + b)`` (a leaky ReLU for a slope > 0) in one oneDNN
-  primitive; its backward masks ``g`` by the output, then is ``Conv``'s.
+* ``ConvReLU``: ``relu(conv(x, w) + b)``: a leaky ReLU (slope > 0) in one oneDNN
+  primitive, a ReLU by the compiled loop on the result in place; its backward masks ``g``
+  by the output (with a bias, a ReLU's mask and the bias gradient in one compiled pass),
+  then is ``Conv``'s.
 
 Each backward asks ``ctx.needs_input_grad`` and runs only the kernels needed.  The
 arguments arrive validated (the edge, :mod:`convgrad.functional.conv_args`, applied the
@@ -26,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import OUTPUT, Context, Function
-from ..ops import route
+from ..autograd import OUTPUT, Context, Function, is_grad_enabled
+from ..ops import eltwise, route
 from ..ops.spec import ConvSpec
 from .elementwise import Where, fast_grad
 
@@ -83,6 +85,18 @@ class ConvReLU(Function):
         # by the eltwise family's kernels (one compiled pass; the mask and product as
         # NumPy passes took 1.5 ms on DCGAN's (32, 64, 32, 32))
         if slope == 0:
+            need = ctx.needs_input_grad
+            if need[2] and not is_grad_enabled():
+                # the ReLU's gradient and its sum over batch and pixels (the bias
+                # gradient, ConvBiasGrad's bits) in one compiled pass
+                fused = eltwise.relu_grad_with_sums(g.data, z.data, (0, *range(2, z.ndim)))
+                if fused is not None:
+                    gy, gb = (type(g)._wrap(a) for a in fused)
+                    x, w, spec = *ctx.inputs[:2], ctx.spec
+                    gx = ConvInputGrad.apply(gy, w, spec=spec, x_shape=x.shape) if need[0] else None
+                    gw = (ConvWeightGrad.apply(x, gy, spec=spec, w_shape=w.shape) if need[1]
+                          else None)
+                    return gx, gw, gb
             gy = fast_grad("relu", g, z, lambda: Where.apply(~(z.data <= 0), g, 0.0))
         else:
             gy = fast_grad("leaky_relu", g, z, lambda: g * np.where(
