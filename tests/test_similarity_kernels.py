@@ -104,3 +104,19 @@ def test_a_nan_moment_spreads_to_its_row_only():
     rows = g.reshape(5, 2, 2, -1)
     assert np.isnan(rows[:, 1, 0]).any() and not np.isnan(rows[:, 0]).any()
     assert not np.isnan(rows[:, 1, 1]).any()
+
+
+@needs_numba
+def test_the_compiled_gradient_is_the_numpy_references_bit_for_bit():
+    """Each pixel's gradient is the Function's NumPy operations in their order, in float32:
+    the same bits (the forward's means are summed in float64, NumPy's pairwise in float32:
+    within an ulp of each other)."""
+    rng = np.random.default_rng(9)
+    f = _moments((4, 2, 24, 20), rng)
+    weights = rng.standard_normal((2, 4, 2))
+    y, g, ran = _ours(f, weights)
+    with prefer("numpy"):
+        y0, g0, ran0 = _ours(f, weights)
+    assert {a for _, a in ran} == {"numba"} and {a for _, a in ran0} == {"numpy"}
+    np.testing.assert_array_equal(g, g0)
+    np.testing.assert_allclose(y, y0, rtol=2 * np.finfo(np.float32).eps)

@@ -6,8 +6,9 @@ no pass over memory of its own, and its backward reads the one saved output.  Fo
 by a plain ``ReLU`` it is a ``ConvReLU`` too, the ReLU applied by the compiled loop to
 the convolution's result in place (oneDNN's ReLU post-op computes ``max(y, 0)``, which
 turns a NaN into 0 where torch keeps it), and its backward takes the bias gradient in the
-same pass as the ReLU's mask (one read of the gradient instead of two).  A ``BatchNorm1d/2d/3d`` normalising by the batch's
-statistics followed by ``ReLU`` runs as one ``BatchNormReLU`` (oneDNN's fused ReLU; a NaN
+same pass as the ReLU's mask (one read of the gradient instead of two).
+A ``BatchNorm1d/2d/3d`` normalising by the batch's statistics followed by ``ReLU`` runs
+as one ``BatchNormReLU`` (oneDNN's fused ReLU; a NaN
 anywhere in a channel makes its statistics, and so the whole channel, NaN either way).
 A ``GroupNorm`` or ``InstanceNorm1d/2d/3d`` followed by ``ReLU`` or ``LeakyReLU`` (slope
 > 0) runs as one ``GroupNormReLU`` where the group norm kernels run (the activation

@@ -6,8 +6,8 @@ The NumPy reference of each pass is its Function's own code
 (:class:`convgrad.tensor.similarity.SSIMTerms`), handed in as a callable: this module
 decides which runs (:func:`_algorithm`, the one decision) and records every run.  The
 compiled loops (:mod:`.similarity_loops`, algorithm ``numba``) take float32 ndarrays and
-work each pixel out in float64, rounded once; NumPy's reference makes a float32 pass per
-operation, some fifteen passes each way, which on an MS-SSIM loss's five small scales
+work each pixel out as the reference does, in one pass; NumPy's reference makes a float32
+pass per operation, some fifteen passes each way, which on an MS-SSIM loss's five small scales
 ((8, 1, 92, 92) at most) took 2.7 ms forward and 3.4 backward, mostly call overhead.
 float64 inputs (the reference) and dask arrays run NumPy.
 """
@@ -59,7 +59,7 @@ def ssim_terms(f: Any, c1: float, c2: float, reference: Callable[[], Any]) -> An
         n = f.shape[0] // 5
         out = np.empty((2, n, f.shape[1]), np.float32)
         _set_threads(f.size)
-        similarity_loops.loops()["terms"](rows, n, float(c1), float(c2), out)
+        similarity_loops.loops()["terms"](rows, n, np.float32(c1), np.float32(c2), out)
         return out
 
 
@@ -74,12 +74,14 @@ def ssim_terms_grad(f: Any, c1: float, c2: float, grad: Any,
             return reference()
         rows = _rows(f)
         n, count = f.shape[0] // 5, rows.shape[2]
-        # each mean spreads its gradient evenly over the row's pixels
-        a = grad[0].astype(np.float64) / count
-        b = grad[1].astype(np.float64) / count
+        # each mean spreads its gradient evenly over the row's pixels (the reference's
+        # float32 division)
+        a = np.ascontiguousarray(grad[0] / np.float32(count), dtype=np.float32)
+        b = np.ascontiguousarray(grad[1] / np.float32(count), dtype=np.float32)
         out = np.empty(rows.shape, np.float32)
         _set_threads(f.size)
-        similarity_loops.loops()["terms_grad"](rows, n, float(c1), float(c2), a, b, out)
+        similarity_loops.loops()["terms_grad"](rows, n, np.float32(c1), np.float32(c2), a, b,
+                                               out)
         return out.reshape(f.shape)
 
 
@@ -89,6 +91,7 @@ def _exercise() -> None:
     lp = similarity_loops.loops()
     if lp is not None:
         f = np.ones((5, 1, 2), np.float32)
-        lp["terms"](f, 1, 1e-4, 9e-4, np.empty((2, 1, 1), np.float32))
-        ab = np.zeros((1, 1))
-        lp["terms_grad"](f, 1, 1e-4, 9e-4, ab, ab, np.empty_like(f))
+        c1, c2 = np.float32(1e-4), np.float32(9e-4)
+        lp["terms"](f, 1, c1, c2, np.empty((2, 1, 1), np.float32))
+        ab = np.zeros((1, 1), np.float32)
+        lp["terms_grad"](f, 1, c1, c2, ab, ab, np.empty_like(f))
