@@ -21,7 +21,6 @@ import numpy as np
 
 from . import jit, similarity_loops
 from .parallel import num_threads
-from .reduction import PARALLEL_MIN_SIZE
 from .registry import family
 
 __all__ = ["SIMILARITY", "ssim_terms", "ssim_terms_grad"]
@@ -45,7 +44,7 @@ def _rows(f: np.ndarray) -> np.ndarray:
 
 def _set_threads(size: int) -> None:
     if jit.thread_safe():
-        jit.set_threads(num_threads() if size >= PARALLEL_MIN_SIZE else 1)
+        jit.set_threads(num_threads() if size >= jit.PARALLEL_MIN_SIZE else 1)
 
 
 def ssim_terms(f: Any, c1: float, c2: float, reference: Callable[[], Any]) -> Any:
