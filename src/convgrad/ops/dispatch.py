@@ -43,7 +43,8 @@ from .slab import slab_extent
 from .spec import ConvSpec, Pass
 from .workspace import get_workspace_limit
 
-__all__ = ["ALGORITHMS", "CONV", "Choice", "Step", "output_channels_last", "choose"]
+__all__ = ["ALGORITHMS", "CONV", "Choice", "Step", "choose", "output_channels_last",
+           "winograd_by_default"]
 
 ALGORITHMS = ("onednn", "numpy", "scatter", "direct", "im2col", "fft", "winograd")
 
@@ -515,12 +516,17 @@ WINOGRAD_MIN_TILES = 2048
 WINOGRAD_VENDORS = ("AuthenticAMD",)
 
 
+def winograd_by_default() -> bool:
+    """Whether the dispatch may choose Winograd unpinned on this processor (its loops are
+    worth loading in the background warm-up only then)."""
+    return cpu.vendor() in WINOGRAD_VENDORS
+
+
 def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
                    spec: ConvSpec, bias: np.ndarray | None,
                    relu_slope: float | None) -> Choice | None:
     pinned = CONV.pinned()
-    if pinned not in (None, "winograd") or (pinned is None
-                                            and cpu.vendor() not in WINOGRAD_VENDORS):
+    if pinned not in (None, "winograd") or (pinned is None and not winograd_by_default()):
         return None
     if lhs.dtype != np.float32 or rhs.dtype != np.float32 or len(out_shape) != 4:
         return None

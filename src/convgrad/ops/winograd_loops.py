@@ -188,7 +188,13 @@ loops = jit.compiled(_compile)
 
 @jit.exercise
 def _exercise() -> None:
-    """Each loop once on tiny arrays of the argument types of real calls."""
+    """Each loop once on tiny arrays of the argument types of real calls, where the
+    dispatch may choose Winograd by default (elsewhere a pin loads them on first use: the
+    warm-up's ~70 ms of loading ran beside a network's first step for nothing)."""
+    from .dispatch import winograd_by_default  # the dispatch imports this module
+
+    if not winograd_by_default():
+        return
     f = loops()
     if f is None:
         return
