@@ -68,14 +68,18 @@ class Profiler:
             row[3] += e.flops
             if e.algorithm:
                 row[4].add(e.algorithm)
-        head = (f"{'kernel':<24} {'family':<8} {'calls':>6} {'time ms':>10} {'GFLOP/s':>9}  "
-                "algorithm")
+        # the name columns as wide as their longest entry (a family name such as
+        # "similarity" pushed the numbers out of line at a fixed width)
+        kw = max([24, *(len(name) for name in rows)])
+        fw = max([8, *(len(row[0]) for row in rows.values())])
+        head = (f"{'kernel':<{kw}} {'family':<{fw}} {'calls':>6} {'time ms':>10} "
+                f"{'GFLOP/s':>9}  algorithm")
         lines = [head, "-" * len(head)]
         for name, (fam, calls, secs, flops, algos) in rows.items():
             gflops = flops / secs / 1e9 if secs > 0 and flops else 0.0
             algo = ",".join(sorted(algos))
-            lines.append(f"{name:<24} {fam:<8} {calls:>6} {secs * 1e3:>10.2f} {gflops:>9.1f}  "
-                         f"{algo}")
+            lines.append(f"{name:<{kw}} {fam:<{fw}} {calls:>6} {secs * 1e3:>10.2f} "
+                         f"{gflops:>9.1f}  {algo}")
         if not rows:
             lines.append("(no kernels ran)")
         return "\n".join(lines)
