@@ -31,7 +31,7 @@ from math import prod
 
 import numpy as np
 
-from . import cpu, direct, jit, layouts, onednn, relayout, winograd
+from . import cpu, direct, jit, layouts, onednn, relayout, winograd, winograd_loops
 from . import fft as fft_mod
 from .im2col import im2col_conv
 from .lowering import Lowered, lower
@@ -520,6 +520,15 @@ def winograd_by_default() -> bool:
     """Whether the dispatch may choose Winograd unpinned on this processor (its loops are
     worth loading in the background warm-up only then)."""
     return cpu.vendor() in WINOGRAD_VENDORS
+
+
+@jit.exercise
+def _exercise_winograd() -> None:
+    """Winograd's loops loaded in the background warm-up where it is chosen by default
+    (elsewhere a pin loads them on first use: the warm-up's ~70 ms of loading them ran
+    beside a network's first step for nothing)."""
+    if winograd_by_default():
+        winograd_loops.exercise()
 
 
 def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,

@@ -186,15 +186,9 @@ def _compile(numba) -> dict:
 loops = jit.compiled(_compile)
 
 
-@jit.exercise
-def _exercise() -> None:
-    """Each loop once on tiny arrays of the argument types of real calls, where the
-    dispatch may choose Winograd by default (elsewhere a pin loads them on first use: the
-    warm-up's ~70 ms of loading ran beside a network's first step for nothing)."""
-    from .dispatch import winograd_by_default  # the dispatch imports this module
-
-    if not winograd_by_default():
-        return
+def exercise() -> None:
+    """Each loop once on tiny arrays of the argument types of real calls (the warm-up runs
+    it where the dispatch may choose Winograd by default: :mod:`.dispatch`)."""
     f = loops()
     if f is None:
         return
