@@ -511,3 +511,19 @@ def test_a_broadcast_operand_is_not_materialised_for_a_binary_op():
         out = eltwise.binary("add", dense, wide, lambda: dense + wide)
     assert not prof.of("layout")
     np.testing.assert_array_equal(out, dense + row)
+
+
+@needs_onednn
+def test_a_residual_add_between_the_thresholds_runs_on_onednn():
+    """Two channels-last (8, 64, 32, 32) activations (a ResNet block's residual add, 2^19
+    elements: past the binary threshold, below the staging one): oneDNN's binary
+    primitive, NumPy's bits, the operands' layout."""
+    shape = (8, 64, 32, 32)
+    assert MIN_BINARY_SIZE <= np.prod(shape) < eltwise.MIN_STAGED_BINARY_SIZE
+    rng = np.random.default_rng(47)
+    a, b = (empty(shape, channels_last=True) for _ in range(2))
+    a[...], b[...] = rng.standard_normal(shape), rng.standard_normal(shape)
+    out, algs = binary("add", a, b)
+    assert algs == ["onednn"]
+    assert out.strides == a.strides
+    np.testing.assert_array_equal(out, a + b)

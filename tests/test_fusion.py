@@ -98,6 +98,7 @@ def test_a_relu_after_a_convolution_takes_the_bias_gradient_in_its_backward(chan
     assert (("relu_backward", "numba") in ran) != fused
     assert (("conv_bias_grad", "reduce") in ran) != fused
     assert [n for n, _ in ran].count("relu_forward") == 1  # in place, after the conv
+    assert ("relu_forward", "numba") in ran
     # against torch float64 on the same values without the NaN: within twice torch
     # float32's own error
     x[1, 3, 5, 7] = 0.5

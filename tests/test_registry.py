@@ -76,3 +76,18 @@ def test_a_convolutions_reorders_are_layout_events():
     assert layout and {e.name for e in layout} <= {"reorder", "copy"}
     assert all(e.algorithm == "onednn" for e in layout if e.name == "reorder")
     assert "layout" in prof.summary()
+
+
+def test_the_summary_keeps_its_columns_in_line_for_long_names():
+    """A family or kernel name longer than the default column (``similarity``) widens its
+    column: every row's numbers start where the header's do."""
+    from convgrad.ops.profiler import Event, Profiler
+
+    prof = Profiler([Event("ssim_terms_forward", 1e-3, 0, ((10, 1, 8, 8),), "numba",
+                           "similarity"),
+                     Event("a_kernel_name_longer_than_the_column", 2e-3, 0, (), "numpy",
+                           "eltwise")])
+    lines = prof.summary().splitlines()
+    at = lines[0].index("calls")
+    end = at + len("calls")  # the counts are right-aligned under the header's last letter
+    assert all(line[end - 1].isdigit() and line[end] == " " for line in lines[2:]), lines

@@ -149,7 +149,9 @@ def finish_channel_sums(parts: np.ndarray, x: np.ndarray, axes: tuple[int, ...]
     producing ``x`` (see :func:`compiled_channel_sums`), bit for bit."""
     s = np.empty((1, parts.shape[2]), np.float64)
     parts.sum(axis=1, out=s)
-    return _kept_shape(s, x, _axes(x.ndim, axes), *_rows(x, _axes(x.ndim, axes))[1:], False)
+    axes = _axes(x.ndim, axes)
+    _, outer, inner = _rows(x, axes)
+    return _kept_shape(s, x, axes, outer, inner, False)
 
 
 def _blocked(x: np.ndarray, axes: tuple[int, ...], keepdims: bool
