@@ -122,6 +122,11 @@ CASES = [
     (SGD, dict(lr=0.05, momentum=0.9, nesterov=True, weight_decay=1e-3),
      lambda p, g, s: _legacy_sgd(p, g, s, 0.05, 0.9, 0.0, 1e-3, True)),
     (SGD, dict(lr=0.3), lambda p, g, s: _legacy_sgd(p, g, s, 0.3, 0.0, 0.0, 0.0, False)),
+    # the compiled loop's one-pass branches: momentum without decay, decay without momentum
+    (SGD, dict(lr=0.1, momentum=0.9),
+     lambda p, g, s: _legacy_sgd(p, g, s, 0.1, 0.9, 0.0, 0.0, False)),
+    (SGD, dict(lr=0.3, weight_decay=1e-2),
+     lambda p, g, s: _legacy_sgd(p, g, s, 0.3, 0.0, 0.0, 1e-2, False)),
     (Adam, dict(lr=1e-2, weight_decay=1e-2),
      lambda p, g, s: _legacy_adam(p, g, s, 1e-2, (0.9, 0.999), 1e-8, 1e-2, False, False)),
     (Adam, dict(lr=1e-2, betas=(0.3, 0.9), amsgrad=True),  # lerp's other branch
@@ -137,8 +142,9 @@ CASES = [
 ]
 
 # a multi-MB parameter (many chunks, an uneven last one), a channels-last one, a
-# non-contiguous gradient, small ones (whole chunks) and a scalar
-SHAPES = [(3 * update.CHUNK + 123, 11), (8, 64, 12, 12), (300, 257), (64,), ()]
+# non-contiguous gradient, small ones (whole chunks; one of them between the compiled
+# loops' one-thread and OpenMP sizes, update_loops.VECTOR_MIN and PARALLEL_MIN) and a scalar
+SHAPES = [(3 * update.CHUNK + 123, 11), (8, 64, 12, 12), (300, 257), (40, 100), (64,), ()]
 
 
 def _arrays(dtype, seed):
@@ -245,3 +251,28 @@ def test_fma_rounds_once():
     update.fma(out, a, a, c, update.Scratch())
     assert out[0] == np.float32(2.0**-11 + 2.0**-24)
     assert a * a + c == np.float32(2.0**-11)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_mid_sized_parameters_run_the_vectorised_build(threads, monkeypatch):
+    # the compiled loops' choice by size: the serial build below VECTOR_MIN, the parallel
+    # (prange, vectorised) build on this thread from there, on every thread from
+    # PARALLEL_MIN (with more than one thread)
+    if not jit.enabled() or not jit.thread_safe():
+        pytest.skip("needs Numba's thread-safe (prange) loops")
+    loops = update_loops.rules()
+    calls = []
+    wrapped = {k: (lambda *a, k=k, f=f: (calls.append((k[2], a[0].size)), f(*a))[1])
+               for k, f in loops.items()}
+    monkeypatch.setattr(update_loops, "rules", lambda: wrapped)
+    sizes = [update_loops.VECTOR_MIN - 1, update_loops.VECTOR_MIN, update_loops.PARALLEL_MIN]
+    rng = np.random.default_rng(2)
+    params = [nn.Parameter(rng.standard_normal(n).astype(np.float32)) for n in sizes]
+    for p in params:
+        p.grad = cg.tensor(rng.standard_normal(p.shape).astype(np.float32))
+    opt = Adam(params, lr=1e-2)
+    monkeypatch.setattr(update, "num_threads", lambda: threads)
+    with cg.ops.prefer("numba"):
+        opt.step()
+    assert sorted(calls, key=lambda c: c[1]) == [(False, sizes[0]), (True, sizes[1]),
+                                                 (True, sizes[2])]

@@ -259,16 +259,18 @@ _LOOPED = {"sgd": update_loops.sgd_args, "adam": update_loops.adam_args}
 
 def _looped(name: str, arrays, hypers) -> tuple[list, list]:
     """Run rule ``name``'s compiled loop on every parameter it takes (dense arrays of one
-    float dtype): large ones on OpenMP's threads, the rest serially, or on the pool where
-    Numba has no thread-safe threading layer.  Returns the parameters left for the pool's
-    NumPy rule."""
+    float dtype): large ones on OpenMP's threads, smaller ones on this thread (the
+    parallel build from :data:`.update_loops.VECTOR_MIN` elements, see there), or on the
+    pool where Numba has no thread-safe threading layer.  Returns the parameters left
+    for the pool's NumPy rule."""
     loops, args = update_loops.rules(), _LOOPED[name]
     threads = num_threads()
-    parallel = threads > 1 and (name, np.dtype(np.float32), True) in loops
+    built = (name, np.dtype(np.float32), True) in loops  # a thread-safe layer: prange loops
+    parallel = built and threads > 1
     if parallel:
         jit.set_threads(threads)
     left: tuple[list, list] = ([], [])
-    pooled = []
+    pooled, one_thread = [], []
     for arrs, h in zip(arrays, hypers):
         flats = _flat(arrs)
         dtype = arrs[0].dtype
@@ -277,10 +279,18 @@ def _looped(name: str, arrays, hypers) -> tuple[list, list]:
             left[0].append(arrs)
             left[1].append(h)
             continue
-        if parallel and flats[0].size >= update_loops.PARALLEL_MIN:
+        size = int(flats[0].size)
+        if parallel and size >= update_loops.PARALLEL_MIN:
             loops[name, dtype, True](*args(flats, h))
+        elif built and size >= update_loops.VECTOR_MIN:
+            one_thread.append((flats, h))
         else:
-            pooled.append((flats, h, int(flats[0].size)))
+            pooled.append((flats, h, size))
+    if one_thread:
+        jit.set_threads(1)
+        for flats, h in one_thread:
+            loops[name, flats[0].dtype, True](*args(flats, h))
+        jit.set_threads(threads)
     if pooled:  # serial loops: here, or in chunks on the pool when no OpenMP team runs
         if not parallel:
             pooled = [([None if f is None else f[lo:lo + CHUNK] for f in flats], h,

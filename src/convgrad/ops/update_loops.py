@@ -19,11 +19,16 @@ import numpy as np
 
 from . import jit
 
-__all__ = ["PARALLEL_MIN", "adam_args", "rules", "sgd_args"]
+__all__ = ["PARALLEL_MIN", "VECTOR_MIN", "adam_args", "rules", "sgd_args"]
 
 #: elements of one parameter from which its loop runs on OpenMP's threads: waking the
 #: team costs ~10 us, an element ~1 ns
 PARALLEL_MIN = 1 << 16
+#: elements of a smaller parameter from which it runs the parallel build on one thread
+#: (:mod:`.update` sets it) rather than the serial build: LLVM leaves the serial build's
+#: Adam loop scalar (``vsqrtss``; the parallel build's runs ``vsqrtps``): 18432
+#: elements 66.8 -> 15.9 us, 1024 4.6 -> 2.5, 64 1.2 -> 1.8 (the launch)
+VECTOR_MIN = 1 << 10
 #: elements per block of a parallel loop: a block of each array stays in a core's cache
 BLOCK = 1 << 14
 
@@ -66,6 +71,29 @@ def _rules(numba, parallel: bool, dt):
             lo, hi = blk * BLOCK, min(n, (blk + 1) * BLOCK)
             k = hi - lo
             pp, gg, bb = p[lo:hi], grad[lo:hi], buf[lo:hi]
+            # the steady momentum step (and plain SGD) as one loop, the same operations:
+            # on ResNet-18's 11.2M parameters, with weight decay, 9.3 -> 4.6 ms
+            if momentum and not first and not dampened and not nesterov:
+                if decay:
+                    for i in range(k):
+                        bi = bb[i] * mom + dt(np.float64(pp[i]) * wd + np.float64(gg[i]))
+                        bb[i] = bi
+                        pp[i] = dt(np.float64(bi) * step + np.float64(pp[i]))
+                else:
+                    for i in range(k):
+                        bi = bb[i] * mom + gg[i]
+                        bb[i] = bi
+                        pp[i] = dt(np.float64(bi) * step + np.float64(pp[i]))
+                continue
+            if not momentum:
+                if decay:
+                    for i in range(k):
+                        gi = dt(np.float64(pp[i]) * wd + np.float64(gg[i]))
+                        pp[i] = dt(np.float64(gi) * step + np.float64(pp[i]))
+                else:
+                    for i in range(k):
+                        pp[i] = dt(np.float64(gg[i]) * step + np.float64(pp[i]))
+                continue
             gs = np.empty(k, dt)
             if decay:  # g.add(p, alpha=wd)
                 for i in range(k):
