@@ -51,7 +51,9 @@ class _ConvNd(Module):
                  padding: Any, dilation: Any, groups: int, bias: bool, padding_mode: str,
                  dtype: Any, rng: Any) -> None:
         super().__init__()
-        jit.warm_up()  # a network is being built: its kernels load in the background
+        # a network is being built: its kernels load (a fused ReLU and the bias gradient,
+        # few-channel direct loops, layout copies, Winograd where it is the default)
+        jit.warm_up("eltwise", "reduction", "direct", "copy_loops", "dispatch")
         onednn.warm_up()
         fn, nd = type(self).__name__, self._nd
         self.in_channels = _positive_int("in_channels", in_channels, fn)

@@ -9,6 +9,7 @@ from typing import Any
 from ..functional import binary_loss as Fb
 from ..functional import loss as Fl
 from ..tensor import Tensor
+from ..ops import jit
 from .module import Module
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "L1Loss",
@@ -72,6 +73,7 @@ class NLLLoss(_WeightedLoss):
     def __init__(self, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
                  reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__(weight, size_average, reduce, reduction)
+        jit.warm_up("softmax", "gather")  # a network is being built: its kernels load
         self.ignore_index = ignore_index
 
     def forward(self, input: Any, target: Any) -> Tensor:
@@ -86,6 +88,7 @@ class CrossEntropyLoss(_WeightedLoss):
                  reduce: Any = None, reduction: str = "mean",
                  label_smoothing: float = 0.0) -> None:
         super().__init__(weight, size_average, reduce, reduction)
+        jit.warm_up("softmax", "gather")  # a network is being built: its kernels load
         self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
 
     def forward(self, input: Any, target: Any) -> Tensor:

@@ -44,12 +44,13 @@ class _NormBase(Module):
 
     _accepted_dims: tuple[int, ...]
     _example: str
+    _kernels: tuple[str, ...]  # the kernel modules whose loops the warm-up loads first
 
     def __init__(self, num_features: int, eps: float, momentum: float | None, affine: bool,
                  track_running_stats: bool, device: Any = None, dtype: Any = None, *,
                  bias: bool = True) -> None:
         super().__init__()
-        jit.warm_up()  # a network is being built: its kernels load in the background
+        jit.warm_up(*self._kernels)  # a network is being built: its kernels load
         fn = type(self).__name__
         check_device(fn, device)
         self.num_features = _positive_int("num_features", num_features, fn)
@@ -112,6 +113,8 @@ class _NormBase(Module):
 
 
 class _BatchNorm(_NormBase):
+    _kernels = ("normalization",)
+
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device: Any = None,
                  dtype: Any = None, *, bias: bool = True) -> None:
@@ -203,6 +206,7 @@ class _FusesActivation:
 
 class _InstanceNorm(_FusesActivation, _NormBase):
     _unbatched_dims: int
+    _kernels = ("group_norm",)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device: Any = None,
@@ -259,6 +263,7 @@ class GroupNorm(_FusesActivation, Module):
                  affine: bool = True, device: Any = None, dtype: Any = None, *,
                  bias: bool = True) -> None:
         super().__init__()
+        jit.warm_up("group_norm")  # a network is being built: its kernels load
         fn = "GroupNorm"
         check_device(fn, device)
         self.num_groups = _positive_int("num_groups", num_groups, fn)

@@ -12,6 +12,7 @@ from typing import Any
 from ..functional import adaptive_pooling as Fa
 from ..functional import pooling as Fp
 from ..functional.conv_args import per_dim
+from ..ops import jit
 from .module import Module
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
@@ -36,6 +37,7 @@ class _MaxPoolNd(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
+        jit.warm_up("pool_loops")  # a network is being built: its kernels load
         self.kernel_size = kernel_size
         self.stride = stride if stride is not None else kernel_size
         self.padding, self.dilation = padding, dilation

@@ -8,6 +8,7 @@ from typing import Any
 from ..functional.interpolate import MODES, interpolate
 from ..functional.pixel_shuffle import _factor, pixel_shuffle, pixel_unshuffle
 from ..tensor import Tensor
+from ..ops import jit
 from .module import Module
 
 __all__ = ["PixelShuffle", "PixelUnshuffle", "Upsample"]
@@ -21,6 +22,7 @@ class Upsample(Module):
                  align_corners: bool | None = None,
                  recompute_scale_factor: bool | None = None) -> None:
         super().__init__()
+        jit.warm_up("resampling")  # a network is being built: its kernels load
         fn = "Upsample"
         if not isinstance(mode, str) or mode not in MODES:
             raise ValueError(f"{fn}: mode={mode!r} is not supported; expected one of "

@@ -5,10 +5,10 @@ convolutions (:mod:`.direct`) and the norm family's fused chunk passes
 Optional: without it (or with ``CONVGRAD_DISABLE_NUMBA=1``) nothing selects those loops.
 Imported on first use, not with convgrad: importing it and loading the loops from Numba's
 disk cache costs 0.5 s (compiling them, the first time, 20-30 s).  :func:`warm_up`, called
-where a network is built (a normalisation layer, an optimiser), does it on a background
-thread: a ResNet-18's first training step took 0.92 s with the loading in it, 0.42 s
-without (torch: 0.29 s).  The thread is not a daemon: a script that ends first waits for it
-(Numba writes its cache then).
+where a network is built (each layer names the kernel modules it calls; an optimiser),
+does it on a background thread: a ResNet-18's first training step took 0.92 s with the
+loading in it, 0.42 s without (torch: 0.29 s).  The thread is not a daemon: a script that
+ends first waits for it (Numba writes its cache then).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .parallel import Background, run_chunks
+from .parallel import run_chunks
 
 __all__ = ["PARALLEL_MIN_SIZE", "after_fork_in_child", "compiled", "enabled", "exercise",
            "loader", "lock", "numba", "parallel_launched", "run_rows", "set_threads",
@@ -31,6 +31,11 @@ _layer: list = []  # the threading layer Numba chose, once known
 lock = threading.RLock()
 _loaders: list[Callable[[], object]] = []
 _exercises: list[Callable[[], object]] = []
+_requested: list[str] = []  # the modules whose exercises :func:`warm_up` runs, in order
+_exercised: list[Callable[[], object]] = []  # the exercises run (or running)
+_loaded: list = []  # [True] once the warm-up ran every loader
+_worker: list[threading.Thread] = []  # the warm-up's thread, once started
+_serving = threading.Lock()  # guards the four lists above
 _forked_off: list = []  # [True] in a forked child where Numba's OpenMP threads were started
 
 
@@ -119,19 +124,35 @@ def run_rows(kernel: Callable[..., object], in_prange: bool, args: tuple, rows: 
                 for a, b in zip(cuts, cuts[1:]) if b > a])
 
 
-def warm_up() -> None:
-    """Import Numba and load every registered module's loops on a background thread,
-    once (nothing without Numba)."""
-    with lock:
+def warm_up(*kernels: str) -> None:
+    """Import Numba and, on a background thread, load every registered module's loops
+    (:func:`loader`) and run the exercises (:func:`exercise`) of the kernel modules
+    ``kernels`` (short names, as ``"eltwise"``), each once (nothing without Numba).
+    Layers ask for the modules they call as they are built; a module no one asked for
+    loads its signatures on its first call instead.  Measured on N1's in-process first
+    steps (ms, the first two, three runs): with every module's exercises in the
+    background 210-231 and 67-113; with its three modules' only 106-155 and 49-65 (the
+    thread's loading slows the convolutions on the other core 2-3x)."""
+    with _serving:
+        _requested.extend(name for name in kernels if name not in _requested)
+    with lock:  # a network built while the thread loads waits here, not in its first step
         if not enabled():
             return
-    _warming.start()
+    with _serving:
+        if _worker:
+            return  # the thread serves the new requests before it ends
+        worker = threading.Thread(target=_serve, name="convgrad-warm-up")
+        _worker.append(worker)
+    worker.start()
 
 
 def wait_for_warm_up(timeout: float) -> None:
     """Wait (at most ``timeout`` seconds) for :func:`warm_up`'s thread to finish, unless
     called from it."""
-    _warming.wait(timeout)
+    with _serving:
+        t = _worker[0] if _worker else None
+    if t is not None and t is not threading.current_thread() and t.ident is not None:
+        t.join(timeout)
 
 
 def parallel_launched() -> bool:
@@ -150,21 +171,42 @@ def after_fork_in_child() -> None:
     layer is OpenMP and was started, Numba's loops are off (GNU OpenMP cannot start threads
     in a forked child, and Numba ends such a child rather than hang): every loader returns
     None and :func:`enabled` False, so the NumPy and oneDNN kernels run."""
-    global lock
-    lock = threading.RLock()
+    global lock, _serving
+    lock, _serving = threading.RLock(), threading.Lock()
+    _worker.clear()  # the parent's thread is not in the child
     if parallel_launched() and _numba.threading_layer() == "omp":
         _forked_off.append(True)
 
 
-def _load_all() -> None:
-    for run in [*_loaders, *_exercises]:
-        try:
+def _serve() -> None:
+    """The warm-up thread: the loaders once, then the requested modules' exercises not
+    yet run, in the order asked, until none is left (a thread not a daemon: the
+    interpreter never exits inside it; Numba writes its cache as it compiles)."""
+    try:
+        if not _loaded:
+            for load in _loaders:
+                load()
+            _loaded.append(True)
+        while True:
+            with _serving:
+                run = _next()
+                if run is None:
+                    _worker.clear()  # under the lock: a later request starts a new thread
+                    return
+                _exercised.append(run)
             run()
-        except Exception:  # the caller's own call raises it again, where it is made
-            return
+    except Exception:  # the caller's own call raises it again, where it is made
+        with _serving:
+            _worker.clear()
 
 
-_warming = Background("convgrad-warm-up", _load_all)
+def _next() -> Callable[[], object] | None:
+    """The next exercise to run: the first not yet run of a requested module."""
+    for name in _requested:
+        for run in _exercises:
+            if run not in _exercised and run.__module__.rsplit(".", 1)[-1] == name:
+                return run
+    return None
 
 
 def thread_safe() -> bool:

@@ -47,7 +47,7 @@ class Optimizer:
     """
 
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
-        jit.warm_up()  # training is about to start: the compiled loops load in the background
+        jit.warm_up("update")  # training is about to start: the compiled loops load
         fn = type(self).__name__
         if isinstance(params, Tensor):
             raise TypeError(f"{fn}: params must be an iterable of Tensors (e.g. "
