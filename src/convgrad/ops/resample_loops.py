@@ -40,6 +40,27 @@ def _compile(numba) -> dict:
                     r1[b] += v * gr[b]
 
     @numba.njit(nogil=True, cache=True, parallel=parallel)
+    def adjoint_axis_pitched(g, a_step, o_step, runs, pitch, i0, i1, w0, w1, out, a0, a1):
+        """adjoint_axis of a g whose rows are ``runs`` contiguous runs of C (out's last
+        dim / runs) elements, ``pitch`` apart (a channel slice of a channels-last array):
+        row (a, o) starts at ``a a_step + o o_step`` of the flat ``g``; the same
+        operations on each element, in the same order, as on a dense copy."""
+        c_len = out.shape[2] // runs
+        for a in prange(a0, a1):
+            oa = out[a]
+            oa[:] = 0
+            for o in range(i0.shape[0]):
+                r0, r1, u, v = oa[i0[o]], oa[i1[o]], w0[o], w1[o]
+                base = a * a_step + o * o_step
+                for m in range(runs):
+                    gr = g[base + m * pitch:base + m * pitch + c_len]
+                    s0, s1 = r0[m * c_len:(m + 1) * c_len], r1[m * c_len:(m + 1) * c_len]
+                    for b in range(c_len):
+                        s0[b] += u * gr[b]
+                    for b in range(c_len):
+                        s1[b] += v * gr[b]
+
+    @numba.njit(nogil=True, cache=True, parallel=parallel)
     def taps(x, index, weight, out, p0, p1):  # x (A, Li, B) -> out (A, Lo, B)
         lo = out.shape[1]
         for p in prange(p0, p1):
@@ -77,8 +98,8 @@ def _compile(numba) -> dict:
                     for b in range(inner):
                         row[b] += src[b] * w
 
-    return {"adjoint_axis": adjoint_axis, "taps": taps, "taps_rows": taps_rows,
-            "parallel": parallel}
+    return {"adjoint_axis": adjoint_axis, "adjoint_axis_pitched": adjoint_axis_pitched,
+            "taps": taps, "taps_rows": taps_rows, "parallel": parallel}
 
 
 #: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)

@@ -116,14 +116,45 @@ def resample_backward(gy: np.ndarray, x_shape: tuple, mode: str, like: np.ndarra
         compiled = gy.dtype == np.float32 and RESAMPLE.pinned() in (None, "numba") and loops()
         rec.algorithm = "numba" if compiled else "numpy:phases"
         adjoint = _compiled_adjoint_axis if compiled else _linear_adjoint_axis
-        g = relayout.laid_out(gy, like) if compiled else gy  # the loop reads like's dense layout
+        # the loop reads like's dense layout; a channel slice of a channels-last gradient
+        # (a U-Net's concatenation) as it lies, its first pass reading runs of channels
+        pitched = _pitched(gy) if compiled and layouts.is_channels_last(like) else None
+        g = gy if pitched or not compiled else relayout.laid_out(gy, like)
         for a in range(len(x_shape) - 2):
             shape = (*x_shape[:2 + a + 1], *g.shape[2 + a + 1:])
             out = gx if a == len(x_shape) - 3 else layouts.empty(
                 shape, channels_last=layouts.is_channels_last(like))
-            adjoint(g, out, 2 + a)
+            if a == 0 and pitched:
+                _compiled_adjoint_pitched(pitched, out)
+            else:
+                adjoint(g, out, 2 + a)
             g = out
     return gx
+
+
+def _pitched(g: np.ndarray) -> tuple | None:
+    """For a float32 (N, C, *S) ``g`` whose memory is channels-last runs of C elements,
+    ``pitch`` apart, the S dims after the first merging into one run of runs (a channel
+    slice of a dense channels-last array): (flat view of its memory, N step, S1 step,
+    runs per (n, s1) row, pitch) in elements and S1's length; None for any other ``g`` (a dense one
+    included: the plain loop reads it)."""
+    if layouts.is_channels_last(g) or g.ndim < 3 or g.size == 0:
+        return None
+    st = [s // g.itemsize for s in g.strides]
+    if any(s * g.itemsize != b for s, b in zip(st, g.strides)) or st[1] != 1 or min(st) < 0:
+        return None
+    spatial, steps = g.shape[2:], st[2:]
+    pitch = steps[-1] if len(spatial) > 1 else st[2]
+    if pitch < g.shape[1]:
+        return None
+    for j in range(len(spatial) - 1, 1, -1):  # S2..Sk merge into runs of pitch
+        if steps[j - 1] != steps[j] * spatial[j]:
+            return None
+    runs = int(np.prod(spatial[1:], dtype=np.int64))
+    span = sum((n - 1) * s for n, s in zip(g.shape, st)) + 1
+    flat = np.lib.stride_tricks.as_strided(g, shape=(span,), strides=(g.itemsize,),
+                                           writeable=False)
+    return flat, st[0], st[2], runs, pitch, g.shape[2]
 
 
 def _rows(a: np.ndarray, axis: int) -> np.ndarray:
@@ -136,20 +167,36 @@ def _rows(a: np.ndarray, axis: int) -> np.ndarray:
     return t.reshape(int(np.prod(t.shape[:p])), t.shape[p], -1, copy=False)
 
 
+def _adjoint_taps(n: int, m: int) -> tuple:
+    """(i0, i1, w0, w1) of linear upsampling's adjoint from ``m`` outputs to ``n`` inputs
+    along an axis (see :func:`_linear_adjoint_axis`)."""
+    s = m // n
+    o = np.arange(m)
+    q, c = o // s, (o % s + 0.5) / s - 0.5
+    i1 = np.clip(q + np.sign(c).astype(np.int64), 0, n - 1)
+    return q, i1, (1 - np.abs(c)).astype(np.float32), np.abs(c).astype(np.float32)
+
+
 def _compiled_adjoint_axis(g: np.ndarray, out: np.ndarray, axis: int) -> None:
     """:func:`_linear_adjoint_axis` as one compiled pass (:mod:`.resample_loops`); ``g``
     and ``out`` in the same dense layout."""
-    n = out.shape[axis]
-    s = g.shape[axis] // n
-    o = np.arange(g.shape[axis])
-    q, c = o // s, (o % s + 0.5) / s - 0.5
-    i1 = np.clip(q + np.sign(c).astype(np.int64), 0, n - 1)
-    w0, w1 = (1 - np.abs(c)).astype(np.float32), np.abs(c).astype(np.float32)
     gv, ov = _rows(g, axis), _rows(out, axis)
     lp = loops()
-    kernel, rows = lp["adjoint_axis"], gv.shape[0]
     threads = 1 if g.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads()
-    jit.run_rows(kernel, lp["parallel"], (gv, q, i1, w0, w1, ov), rows, threads)
+    jit.run_rows(lp["adjoint_axis"], lp["parallel"],
+                 (gv, *_adjoint_taps(out.shape[axis], g.shape[axis]), ov), gv.shape[0], threads)
+
+
+def _compiled_adjoint_pitched(pitched: tuple, out: np.ndarray) -> None:
+    """:func:`_compiled_adjoint_axis` along the first spatial axis of a :func:`_pitched`
+    gradient into the dense channels-last ``out``: no copy of the gradient first."""
+    flat, a_step, o_step, runs, pitch, m = pitched
+    ov = _rows(out, 2)
+    lp = loops()
+    threads = 1 if ov.size < reduction.PARALLEL_MIN_SIZE else parallel.num_threads()
+    jit.run_rows(lp["adjoint_axis_pitched"], lp["parallel"],
+                 (flat, a_step, o_step, runs, pitch, *_adjoint_taps(out.shape[2], m), ov),
+                 ov.shape[0], threads)
 
 
 def _linear_adjoint_axis(g: np.ndarray, out: np.ndarray, axis: int) -> None:
@@ -267,6 +314,8 @@ def _compiled_taps(view: np.ndarray, index: np.ndarray, weight: np.ndarray | Non
 def _exercise() -> None:
     """The compiled adjoint once, on a tiny channels-last array (:func:`.jit.warm_up`)."""
     like = layouts.empty((1, 2, 2, 2), channels_last=True)
+    g = np.zeros((1, 4, 4, 3), np.float32)
+    resample_backward(g[..., :2].transpose(0, 3, 1, 2), like.shape, "linear", like)  # pitched
     resample_backward(layouts.empty((1, 2, 4, 4), channels_last=True), like.shape, "linear",
                       like)
     if loops():
