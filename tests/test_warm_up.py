@@ -49,7 +49,17 @@ def test_layers_warm_up_the_modules_they_call_and_no_others():
     assert set(got["optimiser"].split(",")) == conv | {"update"}
     assert set(got["more"].split(",")) == conv | {"update", "normalization", "softmax",
                                                    "gather"}
-    assert got["requested"].split(",")[:3] == ["eltwise", "reduction", "direct"]
+    assert got["requested"].split(",")[:3] == ["eltwise", "reduction", "copy_loops"]
+    assert "direct" not in got["requested"].split(",")  # a depthwise layer would ask
+
+
+def test_a_depthwise_convolution_warms_the_direct_loops():
+    got = _run("""
+        import convgrad.nn as nn
+        nn.Conv2d(4, 4, 5, groups=4)
+        print("ran=" + ",".join(ran()))
+    """)
+    assert "direct" in got["ran"].split(",")
 
 
 def test_an_unrequested_module_loads_on_its_first_call():

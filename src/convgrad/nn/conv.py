@@ -51,14 +51,17 @@ class _ConvNd(Module):
                  padding: Any, dilation: Any, groups: int, bias: bool, padding_mode: str,
                  dtype: Any, rng: Any) -> None:
         super().__init__()
-        # a network is being built: its kernels load (a fused ReLU and the bias gradient,
-        # few-channel direct loops, layout copies, Winograd where it is the default)
-        jit.warm_up("eltwise", "reduction", "direct", "copy_loops", "dispatch")
-        onednn.warm_up()
         fn, nd = type(self).__name__, self._nd
         self.in_channels = _positive_int("in_channels", in_channels, fn)
         self.out_channels = _positive_int("out_channels", out_channels, fn)
         self.groups = _positive_int("groups", groups, fn)
+        # a network is being built: its kernels load (a fused ReLU and the bias gradient,
+        # layout copies, Winograd where it is the default; the direct loops where the
+        # dispatch may choose them, one channel in and out per group)
+        one_channel = in_channels == out_channels == groups
+        jit.warm_up("eltwise", "reduction", "copy_loops", "dispatch",
+                    *(("direct",) if one_channel else ()))
+        onednn.warm_up()
         if in_channels % groups:
             raise ValueError(f"{fn}: groups={groups} must divide in_channels={in_channels}")
         if out_channels % groups:
