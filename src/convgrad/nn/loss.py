@@ -8,8 +8,8 @@ from typing import Any
 
 from ..functional import binary_loss as Fb
 from ..functional import loss as Fl
-from ..tensor import Tensor
 from ..ops import jit
+from ..tensor import Tensor
 from .module import Module
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "L1Loss",

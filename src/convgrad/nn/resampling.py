@@ -7,8 +7,8 @@ from typing import Any
 
 from ..functional.interpolate import MODES, interpolate
 from ..functional.pixel_shuffle import _factor, pixel_shuffle, pixel_unshuffle
-from ..tensor import Tensor
 from ..ops import jit
+from ..tensor import Tensor
 from .module import Module
 
 __all__ = ["PixelShuffle", "PixelUnshuffle", "Upsample"]
