@@ -82,3 +82,21 @@ def test_an_unrequested_module_loads_on_its_first_call():
     assert "group_norm" not in got["before"].split(",")
     assert got["algorithm"] == "numba"
     assert float(got["error"]) < 1e-6  # float32 outputs of magnitude <= 4
+
+
+def test_a_failing_exercise_stops_the_warm_up_and_the_kernel_call_meets_it():
+    got = _run("""
+        def boom():
+            raise RuntimeError("no compiler")
+        boom.__module__ = "convgrad.ops.broken"
+        jit.exercise(boom)
+        jit.warm_up("broken", "eltwise")
+        jit.wait_for_warm_up(120)
+        print("failed=" + str(bool(jit._failed)))
+        jit.warm_up("update")  # not started again
+        print("worker=" + str(len(jit._worker)))
+        print("ran=" + ",".join(r.__module__ for r in jit._exercised))
+    """)
+    assert got["failed"] == "True"
+    assert got["worker"] == "0"
+    assert got["ran"] == "convgrad.ops.broken"  # the thread stopped at the failure

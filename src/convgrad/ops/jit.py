@@ -35,7 +35,8 @@ _requested: list[str] = []  # the modules whose exercises :func:`warm_up` runs, 
 _exercised: list[Callable[[], object]] = []  # the exercises run (or running)
 _loaded: list = []  # [True] once the warm-up ran every loader
 _worker: list[threading.Thread] = []  # the warm-up's thread, once started
-_serving = threading.Lock()  # guards the four lists above
+_failed: list = []  # [True] once a loader or an exercise raised on the thread
+_serving = threading.Lock()  # guards the five lists above
 _forked_off: list = []  # [True] in a forked child where Numba's OpenMP threads were started
 
 
@@ -130,11 +131,14 @@ def warm_up(*kernels: str) -> None:
     ``kernels`` (short names, as ``"eltwise"``), each once (nothing without Numba).
     Layers ask for the modules they call as they are built; a module no one asked for
     loads its signatures on its first call instead.  Measured on N1's in-process first
-    steps (ms, the first two, three runs): with every module's exercises in the
-    background 210-231 and 67-113; with its three modules' only 106-155 and 49-65 (the
-    thread's loading slows the convolutions on the other core 2-3x)."""
+    two steps (ms, 3-6 runs): with every module's exercises in the background 166-231 and
+    54-108, with its layers' modules only 102-138 and 50-66 (the thread's loading slows
+    the convolutions on the other core 2-3x).  After a failure (a loop that does not
+    compile) the thread is not started again: each kernel's own call meets it."""
     with _serving:
         _requested.extend(name for name in kernels if name not in _requested)
+        if _failed:
+            return
     with lock:  # a network built while the thread loads waits here, not in its first step
         if not enabled():
             return
@@ -197,6 +201,7 @@ def _serve() -> None:
             run()
     except Exception:  # the caller's own call raises it again, where it is made
         with _serving:
+            _failed.append(True)
             _worker.clear()
 
 
