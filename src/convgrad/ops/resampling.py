@@ -136,8 +136,8 @@ def _pitched(g: np.ndarray) -> tuple | None:
     """For a float32 (N, C, *S) ``g`` whose memory is channels-last runs of C elements,
     ``pitch`` apart, the S dims after the first merging into one run of runs (a channel
     slice of a dense channels-last array): (flat view of its memory, N step, S1 step,
-    runs per (n, s1) row, pitch) in elements and S1's length; None for any other ``g`` (a dense one
-    included: the plain loop reads it)."""
+    runs per (n, s1) row, pitch) in elements, and S1's length; None for any other ``g``
+    (a dense one included: the plain loop reads it)."""
     if layouts.is_channels_last(g) or g.ndim < 3 or g.size == 0:
         return None
     st = [s // g.itemsize for s in g.strides]
