@@ -78,6 +78,7 @@ def _direct_enabled() -> bool:
 
 #: the convolution family: ``prefer(name)`` pins one of ALGORITHMS (see ``registry.prefer``)
 CONV = family("conv", ALGORITHMS)
+_F32 = np.dtype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -333,6 +334,31 @@ def _direct_beats_onednn(pass_: Pass, rhs: np.ndarray, out_shape: tuple,
     return _direct_enabled()
 
 
+#: :func:`choose`'s oneDNN answers, by everything the answer depends on (see
+#: :func:`_choice_key`): a network makes the same calls every step, and choosing anew
+#: (the FFT's and Winograd's tests, oneDNN's plan lookup) took 55-68 us a call in
+#: ResNet-18's step, whose kernels leave the caches cold.  Dropped whole when full, and
+#: entry by entry after :func:`.onednn.clear_cache`.
+_chosen: dict = {}
+CHOSEN_KEPT = onednn.CACHE_CAPACITY  # (a plan the cache let go lives until then)
+
+
+def _choice_key(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
+                spec: ConvSpec, bias: np.ndarray | None,
+                relu_slope: float | None) -> tuple | None:
+    """What :func:`choose`'s answer for float32 ndarrays depends on: the pass, the arrays'
+    shapes and strides, the output's shape, the spec, the bias's dtype, the fused
+    ReLU's slope, the pin, the thread count, the workspace limit, whether Numba runs
+    (the direct loops, Winograd's) and whether Winograd is this processor's default;
+    None for any other arrays."""
+    if not (type(lhs) is np.ndarray and type(rhs) is np.ndarray and lhs.dtype == _F32
+            and rhs.dtype == _F32):
+        return None
+    return (pass_, lhs.shape, lhs.strides, rhs.shape, rhs.strides, tuple(out_shape), spec,
+            None if bias is None else bias.dtype, relu_slope, CONV.pinned(), num_threads(),
+            get_workspace_limit(), jit.enabled(), winograd_by_default())
+
+
 def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
                  spec: ConvSpec, bias: np.ndarray | None,
                  relu_slope: float | None = None) -> Choice | None:
@@ -572,6 +598,14 @@ def choose(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec
     slope ``relu_slope``, see :attr:`Choice.fused_relu`), ``input_grad`` (gy, w -> gx)
     or ``weight_grad`` (x, gy -> gw)."""
     if math.prod(out_shape):
+        key = _choice_key(pass_, lhs, rhs, out_shape, spec, bias, relu_slope)
+        known = _chosen.get(key) if key is not None else None
+        if (known is not None and known[0] == onednn.generation() and lhs.flags.aligned
+                and rhs.flags.aligned):
+            _, plan, channels_last, with_bias, fused_relu = known
+            return Choice(plan.name, None, backend=plan, fused_relu=fused_relu,
+                          arrays=(lhs, rhs, layouts.empty(tuple(out_shape), channels_last),
+                                  bias if with_bias else None))
         found = _fft_plan(pass_, lhs, rhs, tuple(out_shape), spec)
         if found is not None:
             return found
@@ -581,6 +615,13 @@ def choose(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec
         # oneDNN for float32, wherever it runs the pass
         found = _onednn_plan(pass_, lhs, rhs, tuple(out_shape), spec, bias, relu_slope)
         if found is not None:
+            if (key is not None and not found.batches and found.arrays[0] is lhs
+                    and found.arrays[1] is rhs):  # no copy of an input was made
+                if len(_chosen) >= CHOSEN_KEPT:
+                    _chosen.clear()
+                _chosen[key] = (onednn.generation(), found.backend,
+                                output_channels_last(pass_, lhs, tuple(out_shape)),
+                                found.arrays[3] is not None, found.fused_relu)
             return found
     out = np.empty(out_shape, dtype=np.result_type(lhs, rhs))
     return choose_lowered(lower(pass_, lhs, rhs, out, spec))

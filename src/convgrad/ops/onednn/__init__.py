@@ -36,8 +36,8 @@ from ._plan import Plan, build
 from ._runtime import Execution, arena_bytes, release_arena
 
 __all__ = ["OVER_WORKSPACE", "PASSES", "Plan", "after_fork_in_child", "available",
-           "cache_info", "clear_cache", "loaded", "plan", "plan_for", "reason", "reason_for",
-           "unavailable_reason", "wait_for_warm_up", "warm_up"]
+           "cache_info", "clear_cache", "generation", "loaded", "plan", "plan_for", "reason",
+           "reason_for", "unavailable_reason", "wait_for_warm_up", "warm_up"]
 
 CACHE_CAPACITY = 128
 OVER_WORKSPACE = "workspace"  # how the reason of a plan over the workspace limit begins
@@ -129,9 +129,19 @@ def cache_info() -> dict:
 
 
 def clear_cache() -> None:
-    """Drop every cached plan and this thread's arena."""
+    """Drop every cached plan and this thread's arena (callers keeping plans of their
+    own drop those made before: :func:`generation`)."""
     _cache.clear()
     release_arena()
+    _generation[0] += 1
+
+
+def generation() -> int:
+    """How many times :func:`clear_cache` has run."""
+    return _generation[0]
+
+
+_generation = [0]
 
 
 def _check_strides(strides) -> tuple:
