@@ -113,3 +113,21 @@ def test_float64_and_numpy_engine_answers_are_not_kept():
     assert p.backend is None and not dispatch._chosen
     y = cg.nn.functional.conv2d(cg.tensor(x), cg.tensor(w), padding=1)  # the public path
     assert len(dispatch._chosen) == 1 and y.shape == (2, 16, 10, 9)
+
+
+def test_remembering_does_not_import_numba():
+    # the key asks whether Numba runs only where the direct loops or Winograd's may be
+    # chosen: asking imports it (~0.4 s), which a script of plain convolutions never paid
+    import subprocess
+    import sys
+    code = ("import sys, numpy as np, convgrad as cg, convgrad.functional as F\n"
+            "x = cg.tensor(np.ones((1, 8, 16, 16), np.float32))\n"
+            "w = cg.tensor(np.ones((8, 8, 3, 3), np.float32), requires_grad=True)\n"
+            "F.conv2d(x, w).sum().backward(); F.conv2d(x, w)\n"
+            "from convgrad.ops import dispatch\n"
+            "print(len(dispatch._chosen), 'numba' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert int(out[0]) >= 1  # the answers were kept
+    if not dispatch.winograd_by_default():
+        assert out[1] == "False"

@@ -348,15 +348,19 @@ def _choice_key(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
                 relu_slope: float | None) -> tuple | None:
     """What :func:`choose`'s answer for float32 ndarrays depends on: the pass, the arrays'
     shapes and strides, the output's shape, the spec, the bias's dtype, the fused
-    ReLU's slope, the pin, the thread count, the workspace limit, whether Numba runs
-    (the direct loops, Winograd's) and whether Winograd is this processor's default;
-    None for any other arrays."""
+    ReLU's slope, the pin, the thread count, the workspace limit, whether Winograd is
+    this processor's default and, where the direct loops or Winograd's may be chosen,
+    whether Numba runs (asked only there: asking imports it, ~0.4 s); None for any
+    other arrays."""
     if not (type(lhs) is np.ndarray and type(rhs) is np.ndarray and lhs.dtype == _F32
             and rhs.dtype == _F32):
         return None
+    winograd_default = winograd_by_default()
+    one_channel = rhs.shape[0] == spec.groups and rhs.shape[1] == 1  # _direct_beats_onednn's
+    numba_runs = jit.enabled() if one_channel or winograd_default else None
     return (pass_, lhs.shape, lhs.strides, rhs.shape, rhs.strides, tuple(out_shape), spec,
             None if bias is None else bias.dtype, relu_slope, CONV.pinned(), num_threads(),
-            get_workspace_limit(), jit.enabled(), winograd_by_default())
+            get_workspace_limit(), winograd_default, numba_runs)
 
 
 def _onednn_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
