@@ -11,6 +11,8 @@ import convgrad as cg
 import convgrad.functional as F
 from convgrad.ops import onednn_available, prefer
 
+from .test_accuracy import assert_as_accurate
+
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 RNG = np.random.default_rng(11)
@@ -303,6 +305,15 @@ def test_a_channel_slice_of_a_channels_last_gradient_is_read_where_it_lies(shape
     assert [(e.name, e.algorithm) for e in prof.events] == [("linear_backward", "numba")]
     assert cg.ops.layouts.is_channels_last(got)
     np.testing.assert_array_equal(got, want)
+    # the oracle: torch's gradient of its own linear upsampling, float64 and float32
+    mode = {3: "linear", 4: "bilinear", 5: "trilinear"}[len(shape)]
+    grads = {}
+    for dtype in (torch.float64, torch.float32):
+        tx = torch.zeros(x_shape, dtype=dtype, requires_grad=True)
+        TF.interpolate(tx, scale_factor=2, mode=mode, align_corners=False).backward(
+            torch.from_numpy(np.ascontiguousarray(gy)).to(dtype))
+        grads[dtype] = tx.grad.double().numpy()
+    assert_as_accurate("pitched adjoint", got, grads[torch.float32], grads[torch.float64])
     # NCHW memory keeps the copy into the dense layout first
     with cg.profile() as prof:
         resampling.resample_backward(layout(RNG.standard_normal(full.shape), False)[:, c0:c1],
