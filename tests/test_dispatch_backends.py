@@ -286,3 +286,47 @@ def test_an_unpickled_network_runs_the_same_kernels():
         assert any(alg.startswith("onednn") for name, alg in ev_b if name == "conv_forward")
     np.testing.assert_array_equal(y_a, y_b)
     np.testing.assert_array_equal(g_a, g_b)
+
+
+@needs_onednn
+@pytest.mark.parametrize("x_shape, w_shape, stride, padding", [
+    ((4, 3, 32, 32), (16, 3, 4, 4), 2, 1),  # DCGAN's discriminator input
+    ((2, 3, 48, 48), (16, 3, 7, 7), 2, 3),  # ResNet's stem
+    ((2, 1, 12, 12, 12), (8, 1, 3, 3, 3), 1, 1),  # a 3-D U-Net's first layer
+    ((4, 6, 16, 16), (16, 6, 3, 3), 1, 1),
+])
+def test_first_layer_weight_gradient_reads_channels_last_gradient_as_it_is(
+        x_shape, w_shape, stride, padding):
+    """A weight gradient reading few input channels (a network's first layer) hands the
+    channels-last gradient of its output to oneDNN as it lies, with no reorder of it to
+    blocks (the reorder cost more than the blocked kernel saved; ``_plan.hand_over``),
+    and agrees with torch float64 within 2x torch float32's error (channels_last, the
+    layout both libraries run)."""
+    rng = np.random.default_rng(0)
+    nd = len(x_shape) - 2
+    conv = F.conv2d if nd == 2 else F.conv3d
+    fmt_cg = cg.channels_last if nd == 2 else cg.channels_last_3d
+    fmt_t = torch.channels_last if nd == 2 else torch.channels_last_3d
+    xd = rng.standard_normal(x_shape, dtype=np.float32)
+    wd = (rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:]))).astype(np.float32)
+    x = cg.tensor(xd).contiguous(memory_format=fmt_cg)
+    w = cg.tensor(wd, requires_grad=True)
+    y = conv(x, w, stride=stride, padding=padding)
+    g = rng.standard_normal(y.shape, dtype=np.float32)
+    with cg.profile() as prof:
+        y.backward(cg.tensor(g).contiguous(memory_format=fmt_cg))
+    (dw,) = prof.of("conv")
+    assert dw.name == "conv_weight_grad" and dw.algorithm.startswith("onednn"), dw
+    reordered = [e.shapes[0] for e in prof.events if e.name == "reorder"]
+    assert tuple(y.shape) not in reordered, reordered
+    results = {}
+    for dtype in (torch.float64, torch.float32):
+        tx = torch.tensor(xd, dtype=dtype).contiguous(memory_format=fmt_t)
+        tw = torch.tensor(wd, dtype=dtype, requires_grad=True)
+        tconv = torch.nn.functional.conv2d if nd == 2 else torch.nn.functional.conv3d
+        ty = tconv(tx, tw, stride=stride, padding=padding)
+        ty.backward(torch.tensor(g, dtype=dtype).contiguous(memory_format=fmt_t))
+        results[dtype] = tw.grad.double().numpy()
+    ref = results[torch.float64]
+    err, t_err = np.abs(w.grad.data - ref).max(), np.abs(results[torch.float32] - ref).max()
+    assert err <= 2 * max(t_err, 1e-7 * np.abs(ref).max()), (err, t_err)

@@ -37,8 +37,14 @@ def hand_over(geo: Geometry, layout: str) -> bool:
     Measured on W1-W8 (2 threads, AVX-512, a shared machine: provisional), direct
     over blocked, channels-last: forward 0.44-0.89, input gradient 0.54-0.99; weight
     gradient 0.50-0.87 for W2, W4, W6, 0.36-1.02 for W5, 0.71-1.14 for W1, but
-    1.11-1.31 for W7 (1-D), 1.03-1.18 for W8 (8 groups of 16) and 0.99-1.54 for W3
-    (3 input channels).  NCHW: only unpadded, unstrided 1x1 convolutions gain (W2,
+    1.11-1.31 for W7 (1-D) and 1.03-1.18 for W8 (8 groups of 16).  A weight gradient
+    reading few input channels (a network's first layer) goes direct too: its blocked
+    kernel alone was 0.99-1.54x faster on W3 (3 channels), but the reorder of the
+    output's gradient to blocks costs more than that (Xeon, AVX-512, cold caches, whole
+    pass with its reorders, ms, blocked -> direct: W3 10.6 -> 8.4, ResNet-18's 7x7 stem
+    2.9 -> 2.6, DCGAN's 3 -> 64 4x4/2 1.44 -> 0.97, 1 -> 32 3x3/2 0.36 -> 0.21, 4 and 6
+    channels 1.48 -> 0.49 and 0.96 -> 0.41, a 3-D U-Net's 1 -> 16 3^3 5.1 -> 3.2; the
+    float32 error the same or lower, at torch channels_last's).  NCHW: only unpadded, unstrided 1x1 convolutions gain (W2,
     forward and input gradient 0.63-0.79 of blocked, 0.61-0.72 of torch; oneDNN runs
     them as one GEMM); for their weight gradient the measurements disagreed
     (0.70-1.9), so it keeps the blocked layout.  One channel in and out (MS-SSIM's
@@ -73,7 +79,7 @@ def hand_over(geo: Geometry, layout: str) -> bool:
     if geo.pass_name != Pass.WEIGHT_GRAD:
         return True
     depthwise = grouped and c_per_group == 1
-    return len(geo.strides) > 1 and (depthwise or (not grouped and c_per_group >= 8))
+    return len(geo.strides) > 1 and (depthwise or not grouped)
 
 
 #: oneDNN's 16x16-blocked weight layouts of a 2-D convolution (dnnl_format_tag_t):
