@@ -143,10 +143,16 @@ def test_the_kernels_equal_the_reference_path_they_replace():
         np.testing.assert_allclose(o, r, rtol=0, atol=3e-6 * max(np.abs(r).max(), 1.0))
 
 
-def test_double_backward_through_the_kernel():
+@pytest.mark.parametrize("seed", [0, 21, 28, 29])
+def test_double_backward_through_the_kernel(seed):
+    """Second-order gradients through the kernel's forward within twice torch float32's
+    error (the first-order rule recorded in float64: in float32 draws 21, 28, 29 reached
+    3.5-4.6x)."""
+    rng = np.random.default_rng(seed)
     shape = (2, 4, 5, 6)
-    x, g = _array(shape, True), _array(shape, True)
-    w = (1 + 0.2 * RNG.standard_normal(4)).astype(np.float32)
+    x, g = (layouts.empty(shape, True, np.float32) for _ in range(2))
+    x[...], g[...] = rng.standard_normal(shape), rng.standard_normal(shape)
+    w = (1 + 0.2 * rng.standard_normal(4)).astype(np.float32)
     xs, ws = cg.tensor(x, requires_grad=True), cg.tensor(w, requires_grad=True)
     with cg.profile() as prof:
         gx, gw = cg.autograd.grad((F.group_norm(xs, 2, ws) * cg.tensor(g)).sum(), [xs, ws],
