@@ -270,19 +270,11 @@ def output_channels_last(pass_: Pass, lhs: np.ndarray, out_shape: tuple) -> bool
     """
     if pass_ == Pass.WEIGHT_GRAD or len(out_shape) not in (4, 5) or out_shape[1] < 2:
         return False
-    if layouts.is_channels_last(lhs) or _channels_innermost(lhs):
+    if layouts.is_channels_last(lhs) or layouts.channels_innermost(lhs):
         return True
     # few channels in (an image into the first convolution; a loss's gradient into the
     # head's input gradient): the network behind runs channels-last
     return lhs.shape[1] < CHANNELS_LAST_FROM_FEW_CHANNELS
-
-
-def _channels_innermost(a: np.ndarray) -> bool:
-    """A strided view whose channels are its innermost dim (a channel slice of a
-    channels-last array)."""
-    big = [st for st, n in zip(a.strides, a.shape) if n > 1]
-    return a.ndim >= 3 and a.shape[1] > 1 and a.strides[1] == a.itemsize and min(big) > 0 and (
-        a.strides[1] == min(big))
 
 
 def _dense(a: np.ndarray) -> np.ndarray | None:

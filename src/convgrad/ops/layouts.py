@@ -73,6 +73,15 @@ def is_channels_last(a: np.ndarray) -> bool:
     return True
 
 
+def channels_innermost(a: np.ndarray) -> bool:
+    """Whether ``a`` (N, C, *spatial) has its channels innermost in memory with positive
+    strides: channels-last, or a channel slice of a channels-last array (as a
+    concatenation's backward hands each part)."""
+    big = [st for st, n in zip(a.strides, a.shape) if n > 1]
+    return a.ndim >= 3 and a.shape[1] > 1 and a.strides[1] == a.itemsize and min(big) > 0 and (
+        a.strides[1] == min(big))
+
+
 def is_dense(a: np.ndarray) -> bool:
     """Whether ``a``'s elements fill one gap-free run of memory, in any order of its dims
     (C-contiguous, channels-last, any transpose of them) with positive strides, so that

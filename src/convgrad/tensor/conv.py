@@ -29,9 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..autograd import OUTPUT, Context, Function, is_grad_enabled
-from ..ops import eltwise, route
+from ..ops import eltwise, layouts, route
 from ..ops.spec import ConvSpec
 from .elementwise import Where, fast_grad
+from .memory_format import channels_last, channels_last_3d
 
 __all__ = ["AddBias", "BiasExpand", "Conv", "ConvBiasGrad", "ConvInputGrad", "ConvReLU",
            "ConvWeightGrad"]
@@ -59,10 +60,25 @@ def _conv_grads(ctx: Context, g: Tensor) -> tuple:
     """(dx, dw, db) of ``conv(x, w) + b`` for the output gradient ``g``."""
     x, w = ctx.inputs[:2]
     spec, need = ctx.spec, ctx.needs_input_grad
+    if sum(need) > 1:
+        g = _dense_slice(g)
     gx = ConvInputGrad.apply(g, w, spec=spec, x_shape=x.shape) if need[0] else None
     gw = ConvWeightGrad.apply(x, g, spec=spec, w_shape=w.shape) if need[1] else None
     gb = ConvBiasGrad.apply(g) if need[2] else None
     return gx, gw, gb
+
+
+def _dense_slice(g: Tensor) -> Tensor:
+    """``g``, or where it is a channel slice of a channels-last gradient (a concatenation's
+    backward hands each part so: a U-Net's up-convolution), one channels-last copy of it
+    (the compiled row copy) for every pass to read: each oneDNN pass reordered the slice
+    to its blocks itself and the bias gradient summed it at its pitch (a 3-D U-Net's
+    (2, 16, 64, 64, 64): 4.6 ms a reorder, 5.6 ms the sum, 0.9 ms the copy)."""
+    a = g.data
+    if (not isinstance(a, np.ndarray) or a.ndim not in (4, 5) or layouts.is_channels_last(a)
+            or not layouts.channels_innermost(a)):
+        return g
+    return g.contiguous(memory_format=channels_last if a.ndim == 4 else channels_last_3d)
 
 
 class ConvReLU(Function):
@@ -120,6 +136,8 @@ class ConvInputGrad(Function):
     def backward(ctx: Context, h: Tensor) -> tuple:
         gy, w = ctx.inputs
         spec, need = ctx.spec, ctx.needs_input_grad
+        if all(need):
+            h = _dense_slice(h)
         # <input_grad(gy, w), h> = <gy, conv(h, w)>
         ggy = Conv.apply(h, w, None, spec=spec, y_shape=gy.shape) if need[0] else None
         gw = ConvWeightGrad.apply(h, gy, spec=spec, w_shape=w.shape) if need[1] else None
@@ -192,4 +210,6 @@ class AddBias(Function):
     def backward(ctx: Context, g: Tensor) -> tuple:
         # dy = g; db = the sum of g over batch and pixels
         need = ctx.needs_input_grad
+        if all(need):  # read here and by the transposed convolution's passes
+            g = _dense_slice(g)
         return (g if need[0] else None), (ConvBiasGrad.apply(g) if need[1] else None)
