@@ -44,8 +44,9 @@ def hand_over(geo: Geometry, layout: str) -> bool:
     pass with its reorders, ms, blocked -> direct: W3 10.6 -> 8.4, ResNet-18's 7x7 stem
     2.9 -> 2.6, DCGAN's 3 -> 64 4x4/2 1.44 -> 0.97, 1 -> 32 3x3/2 0.36 -> 0.21, 4 and 6
     channels 1.48 -> 0.49 and 0.96 -> 0.41, a 3-D U-Net's 1 -> 16 3^3 5.1 -> 3.2; the
-    float32 error the same or lower, at torch channels_last's).  NCHW: only unpadded, unstrided 1x1 convolutions gain (W2,
-    forward and input gradient 0.63-0.79 of blocked, 0.61-0.72 of torch; oneDNN runs
+    float32 error the same or lower, at torch channels_last's).  NCHW: only unpadded,
+    unstrided 1x1 convolutions gain (W2, forward and input gradient 0.63-0.79 of
+    blocked, 0.61-0.72 of torch; oneDNN runs
     them as one GEMM); for their weight gradient the measurements disagreed
     (0.70-1.9), so it keeps the blocked layout.  One channel in and out (MS-SSIM's
     window on a grey image): NCHW memory is channels-last memory, and goes as such;
