@@ -103,10 +103,18 @@ def compiled(compile: Callable[[object], object]) -> Callable[[], object]:
     return loader(load)
 
 
-def exercise(run: Callable[[], object]) -> Callable[[], object]:
+def exercise(run: Callable[[], object] | None = None, *, kernel: str | None = None
+             ) -> Callable:
     """Register ``run`` with :func:`warm_up`, after the loaders: it calls a module's loops
     on tiny arrays, the argument types of real calls (Numba loads each signature's
-    machine code on its first call, 10-50 ms apiece)."""
+    machine code on its first call, 10-50 ms apiece).  ``kernel``: the name a layer asks
+    for, ``module.part`` for one part of a module's loops (``update.adam``: an optimiser
+    loads its own rule's loops, not every rule's); by default the module's short name.
+    A request for a module runs all its exercises.  Used bare (``@exercise``) or with
+    ``kernel`` (``@exercise(kernel=...)``)."""
+    if run is None:
+        return lambda r: exercise(r, kernel=kernel)
+    run.kernel = kernel or run.__module__.rsplit(".", 1)[-1]
     _exercises.append(run)
     return run
 
@@ -206,10 +214,11 @@ def _serve() -> None:
 
 
 def _next() -> Callable[[], object] | None:
-    """The next exercise to run: the first not yet run of a requested module."""
+    """The next exercise to run: the first not yet run of a requested kernel (a module,
+    or one part of it)."""
     for name in _requested:
         for run in _exercises:
-            if run not in _exercised and run.__module__.rsplit(".", 1)[-1] == name:
+            if run not in _exercised and name in (run.kernel, run.kernel.split(".")[0]):
                 return run
     return None
 

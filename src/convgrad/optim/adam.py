@@ -23,6 +23,8 @@ class Adam(Optimizer):
     State per parameter: ``step``, ``exp_avg``, ``exp_avg_sq`` (and ``max_exp_avg_sq``).
     """
 
+    _kernels = ("update.adam",)
+
     _decoupled = False
 
     def __init__(self, params: Any, lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),

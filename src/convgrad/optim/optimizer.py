@@ -46,8 +46,12 @@ class Optimizer:
     group leaves out.  ``state`` maps each parameter to its dict of state.
     """
 
+    #: the compiled update loops this optimiser runs (:func:`convgrad.ops.jit.warm_up`'s
+    #: names): loaded in the background as it is built, training being about to start
+    _kernels: tuple[str, ...] = ()
+
     def __init__(self, params: Any, defaults: dict[str, Any]) -> None:
-        jit.warm_up("update")  # training is about to start: the compiled loops load
+        jit.warm_up(*self._kernels)
         fn = type(self).__name__
         if isinstance(params, Tensor):
             raise TypeError(f"{fn}: params must be an iterable of Tensors (e.g. "

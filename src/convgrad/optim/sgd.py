@@ -23,6 +23,8 @@ class SGD(Optimizer):
     State per parameter: ``momentum_buffer``.
     """
 
+    _kernels = ("update.sgd",)
+
     def __init__(self, params: Any, lr: float = 1e-3, momentum: float = 0.0,
                  dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
                  *, maximize: bool = False) -> None:
