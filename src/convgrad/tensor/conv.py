@@ -74,7 +74,7 @@ def _dense_slice(g: Tensor) -> Tensor:
     (the compiled row copy) for every pass to read: each oneDNN pass reordered the slice
     to its blocks itself and the bias gradient summed it at its pitch (a 3-D U-Net's
     (2, 16, 64, 64, 64): 4.1-4.6 ms a reorder, 5.6 ms the sum; the copy 4.0-5.7 ms, the
-    sum after it 2.4 ms))."""
+    sum after it 2.4 ms)."""
     a = g.data
     if (not isinstance(a, np.ndarray) or a.ndim not in (4, 5) or layouts.is_channels_last(a)
             or not layouts.channels_innermost(a)):

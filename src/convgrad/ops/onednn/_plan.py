@@ -47,8 +47,9 @@ def hand_over(geo: Geometry, layout: str) -> bool:
     float32 error the same or lower, at torch channels_last's).  NCHW: only unpadded,
     unstrided 1x1 convolutions gain (W2, forward and input gradient 0.63-0.79 of
     blocked, 0.61-0.72 of torch; oneDNN runs them as one GEMM); for their weight
-    gradient the measurements disagreed (0.70-1.9), so it keeps the blocked layout.  One channel in and out (MS-SSIM's
-    window on a grey image): NCHW memory is channels-last memory, and goes as such;
+    gradient the measurements disagreed (0.70-1.9), so it keeps the blocked layout.
+    One channel in and out (MS-SSIM's window on a grey image): NCHW memory is
+    channels-last memory, and goes as such;
     blocked, oneDNN pads the channel to 16 (measured on the demo's 5-tap window over
     (40, 1, 96, 96), interleaved, ms: forward 3.1 -> 0.59, input gradient 8.5 -> 0.69).
 
