@@ -305,3 +305,27 @@ def test_a_large_float32_concatenation_copies_each_part_on_onednn(shape, dim):
     n = shape[dim]
     np.testing.assert_array_equal(ca.grad.data, np.take(g, np.arange(n), axis=dim))
     np.testing.assert_array_equal(cb.grad.data, np.take(g, np.arange(n, 2 * n), axis=dim))
+
+
+def test_the_channel_sums_geometry_is_remembered_per_layout():
+    """``reduction.compiled_channel_sums`` remembers its answer per dtype, shape, strides
+    and axes: a channels-last array and a channel slice of one, of the same shape, get
+    their own answers, each what a fresh computation gives, and the sums of a fused ReLU
+    and bias gradient keep ``total``'s bits."""
+    shape, axes = (4, 16, 32, 32), (0, 2, 3)
+    dense = _cl(shape)
+    wide = _cl((4, 32, 32, 32))
+    part = wide[:, :16]
+    first = [reduction.compiled_channel_sums(a, axes) for a in (dense, part, dense, part)]
+    reduction._geometries.clear()
+    fresh = [reduction.compiled_channel_sums(a, axes) for a in (dense, part)]
+    assert first == fresh * 2
+    if reduction_loops.loops() is not None:
+        assert fresh[0] == (4 * 32 * 32, 16) and fresh[1] is None
+    from convgrad.ops import eltwise
+    g = _cl(shape)
+    fused = eltwise.relu_grad_with_sums(g, dense, axes)
+    if fused is not None:
+        masked = np.where(dense > 0, g, np.float32(0))
+        np.testing.assert_array_equal(fused[0], masked)
+        np.testing.assert_array_equal(fused[1], reduction.total(masked, axis=axes))

@@ -187,6 +187,9 @@ def _check_mode_pads(args: ConvArgs, x_shape: tuple, fn: str) -> tuple:
     return (*x_shape[:2], *(n + lo + hi for n, (lo, hi) in zip(x_shape[2:], args.mode_pads)))
 
 
+_MAX_BYTES = int(np.iinfo(np.intp).max)  # the largest array (asking per call took 2 us)
+
+
 def output_shape(args: ConvArgs, x_shape: tuple, w_shape: tuple, dtype: np.dtype,
                  fn: str) -> tuple[int, ...]:
     """The output shape for an input of ``x_shape`` (N, C, *L): the shape rule, once."""
@@ -206,7 +209,7 @@ def output_shape(args: ConvArgs, x_shape: tuple, w_shape: tuple, dtype: np.dtype
             x_shape = _check_mode_pads(args, x_shape, fn)
         y_shape = args.spec.output_shape(x_shape, w_shape, fn)
     nbytes = prod(y_shape) * dtype.itemsize
-    if nbytes > np.iinfo(np.intp).max:
+    if nbytes > _MAX_BYTES:
         raise ValueError(f"{fn}: the output of shape {y_shape} would need {nbytes} bytes, "
                          "more than any array can hold")
     return y_shape
