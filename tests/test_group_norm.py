@@ -161,11 +161,13 @@ def test_double_backward_through_the_kernel(seed):
     ((gx * gx).sum() + (gw * gw).sum()).backward()
 
     def torch_run(dtype):
-        xt = torch.tensor(np.ascontiguousarray(x), dtype=dtype, requires_grad=True)
+        cl = torch.channels_last  # x and g as convgrad's
+        xt = torch.tensor(np.ascontiguousarray(x), dtype=dtype).contiguous(memory_format=cl)
+        xt.requires_grad_()
         wt = torch.tensor(w, dtype=dtype, requires_grad=True)
-        gxt, gwt = torch.autograd.grad(
-            (TF.group_norm(xt, 2, wt) * torch.tensor(np.ascontiguousarray(g), dtype=dtype)).sum(),
-            [xt, wt], create_graph=True)
+        gt = torch.tensor(np.ascontiguousarray(g), dtype=dtype).contiguous(memory_format=cl)
+        gxt, gwt = torch.autograd.grad((TF.group_norm(xt, 2, wt) * gt).sum(), [xt, wt],
+                                       create_graph=True)
         ((gxt * gxt).sum() + (gwt * gwt).sum()).backward()
         return [xt.grad.double().numpy(), wt.grad.double().numpy()]
     _within_torch([xs.grad.data, ws.grad.data], torch_run(torch.float32),

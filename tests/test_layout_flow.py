@@ -93,11 +93,14 @@ def test_a_concatenations_gradient_slice_is_copied_once_for_the_passes_that_read
     assert layouts.is_channels_last(ts[0].grad.data)
 
     def torch_grads(dtype):
-        tt = [torch.tensor(np.ascontiguousarray(v), dtype=dtype, requires_grad=True)
-              for v in (a_in, b, w_up, w, b_up)]
+        # the activations channels-last, as convgrad's (the layout its kernels run)
+        cl = torch.channels_last_3d
+        tt = [torch.tensor(np.ascontiguousarray(v), dtype=dtype) for v in (a_in, b, w_up, w, b_up)]
+        tt = [(t.contiguous(memory_format=cl) if t.ndim == 5 and i < 2 else t).requires_grad_()
+              for i, t in enumerate(tt)]
         tup = TF.conv_transpose3d(tt[0], tt[2], tt[4] if bias else None, stride=2)
         ty = TF.conv3d(torch.cat([tup, tt[1]], 1), tt[3], padding=1)
-        ty.backward(torch.tensor(g, dtype=dtype))
+        ty.backward(torch.tensor(g, dtype=dtype).contiguous(memory_format=cl))
         return [None if t.grad is None else t.grad.double().numpy() for t in tt]
     # the activations' gradients, the transposed convolution's weight (and bias)
     # gradient; the 3-D convolution's weight gradient, whose inputs are dense, has its
@@ -329,3 +332,9 @@ def test_the_channel_sums_geometry_is_remembered_per_layout():
         masked = np.where(dense > 0, g, np.float32(0))
         np.testing.assert_array_equal(fused[0], masked)
         np.testing.assert_array_equal(fused[1], reduction.total(masked, axis=axes))
+        # and the bias gradient against torch's sum (float64; within twice its float32
+        # error, on the channels-last gradient convgrad sums)
+        tm = torch.from_numpy(masked).contiguous(memory_format=torch.channels_last)
+        ref, t32 = (tm.to(d).sum(dim=axes).double().numpy()
+                    for d in (torch.float64, torch.float32))
+        _within_torch(fused[1], t32, ref)

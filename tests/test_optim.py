@@ -11,7 +11,9 @@ from convgrad.optim import SGD, Adam
 
 torch = pytest.importorskip("torch")
 
-SHAPES = [(33, 17), (64,), (5, 3, 3, 3), ()]
+# below the compiled loops' vectorised build (1K elements), between it and their OpenMP
+# size (64K: update_loops.VECTOR_MIN, PARALLEL_MIN), above, and a scalar
+SHAPES = [(33, 17), (64,), (5, 3, 3, 3), (40, 100), (300, 257), ()]
 # torch's vectorised CPU kernels fuse multiply-adds exactly as convgrad's float32 path does
 FUSED_CPU = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
 

@@ -309,9 +309,11 @@ def test_a_channel_slice_of_a_channels_last_gradient_is_read_where_it_lies(shape
     mode = {3: "linear", 4: "bilinear", 5: "trilinear"}[len(shape)]
     grads = {}
     for dtype in (torch.float64, torch.float32):
-        tx = torch.zeros(x_shape, dtype=dtype, requires_grad=True)
+        fmt = {3: torch.contiguous_format, 4: torch.channels_last,
+               5: torch.channels_last_3d}[len(shape)]  # gy's layout, as convgrad's
+        tx = torch.zeros(x_shape, dtype=dtype).contiguous(memory_format=fmt).requires_grad_()
         TF.interpolate(tx, scale_factor=2, mode=mode, align_corners=False).backward(
-            torch.from_numpy(np.ascontiguousarray(gy)).to(dtype))
+            torch.from_numpy(np.ascontiguousarray(gy)).to(dtype).contiguous(memory_format=fmt))
         grads[dtype] = tx.grad.double().numpy()
     assert_as_accurate("pitched adjoint", got, grads[torch.float32], grads[torch.float64])
     # NCHW memory keeps the copy into the dense layout first
