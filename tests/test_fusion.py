@@ -26,6 +26,8 @@ def _input(nd, dtype=np.float32, channels_last=False):
 
 
 def _act(slope):
+    if slope == "silu":
+        return nn.SiLU()
     return nn.ReLU() if slope == 0 else nn.LeakyReLU(slope)
 
 
@@ -568,8 +570,9 @@ TORCH_NORMS = {
 
 def _torch_norm_act(model, kind, nd, slope, dtype, channels_last):
     """torch's copy of the norm + activation ``model`` in ``dtype`` and the layout."""
-    tm = torch.nn.Sequential(TORCH_NORMS[kind](nd),
-                             torch.nn.ReLU() if slope == 0 else torch.nn.LeakyReLU(slope))
+    act = (torch.nn.SiLU() if slope == "silu" else
+           torch.nn.ReLU() if slope == 0 else torch.nn.LeakyReLU(slope))
+    tm = torch.nn.Sequential(TORCH_NORMS[kind](nd), act)
     with torch.no_grad():
         tm[0].weight.copy_(torch.from_numpy(model[0].weight.data))
         tm[0].bias.copy_(torch.from_numpy(model[0].bias.data))
@@ -590,16 +593,22 @@ def _torch_input(x, dtype, nd, channels_last):
 
 @pytest.mark.parametrize("kind", list(NORMS))
 @pytest.mark.parametrize("nd, channels_last", [(2, True), (3, True), (2, False)])
-@pytest.mark.parametrize("slope", [0.0, 0.2])
-def test_norm_activation_fused_matches_torch_float64(kind, nd, channels_last, slope):
+@pytest.mark.parametrize("slope, scale", [(0.0, 1.0), (0.2, 1.0), ("silu", 1.0),
+                                          ("silu", 60.0)])
+def test_norm_activation_fused_matches_torch_float64(kind, nd, channels_last, slope, scale):
     """Oracle: torch float64; the fused float32 pair (the group norm kernels, profiled)
-    within twice torch float32's error in the same layout, output and every gradient."""
+    within twice torch float32's error in the same layout, output and every gradient.
+    SiLU also with weights of 60 (its input over [-200, 200]: exp past float32's range
+    both ways, where the fused loop's clamps and powers of 2 act)."""
     if not group_norm_kernels_run():
         pytest.skip("the group norm kernels need Numba")
     x = _input(nd, channels_last=channels_last) * 3.0 + 1.0
     model = _norm_act(kind, nd, slope)
+    model[0].weight.data[...] *= np.float32(scale)
     y, grads, state, ran = _norm_run(model, x)
-    assert not any(name.endswith("relu_forward") for name in dict(ran)), ran
+    if scale > 1:
+        assert np.abs(y).max() > 100 and (y < 0).any()
+    assert not any(name.endswith(("relu_forward", "silu_forward")) for name in dict(ran)), ran
     assert dict(ran)["group_norm_forward"] == dict(ran)["group_norm_backward"] == "numba"
     out = {}
     for dtype in (torch.float64, torch.float32):
@@ -640,16 +649,17 @@ def test_norm_activation_not_fused_without_the_kernels_or_with_hooks():
     assert "relu_forward" in dict(ran) and np.array_equal(y, y0)
 
 
-@pytest.mark.parametrize("slope", [0.0, 0.3])
+@pytest.mark.parametrize("slope", [0.0, 0.3, "silu"])
 def test_second_order_gradients_through_the_fused_norm_activation(slope):
-    """create_graph: the fused pair's rule as recorded operations (the activation's
-    derivative a constant from the forward's mask).  Oracle: torch float64's first and
-    second derivatives; ours within twice torch float32's error."""
+    """create_graph: the fused pair's rule as recorded operations (a (leaky) ReLU's
+    derivative a constant from the forward's mask; SiLU's a recorded function of x).
+    Oracle: torch float64's first and second derivatives; ours within twice torch
+    float32's error."""
     if not group_norm_kernels_run():
         pytest.skip("the group norm kernels need Numba")
     model = _norm_act("group", 2, slope)
     _two_orders_match_torch(
-        model, "GroupNormReLU",
+        model, "GroupNormSiLU" if slope == "silu" else "GroupNormReLU",
         lambda dtype: _torch_norm_act(model, "group", 2, slope, dtype, True),
         _input(2, channels_last=True) * 2.0 + 0.3, True)
 
@@ -680,3 +690,32 @@ def test_a_leaky_relu_of_slope_zero_is_not_fused_as_a_relu(norm):
     ours_pre = runs[1][0]  # any zero of ours came from a non-positive pre-activation
     both = (ty == 0) & (ours_pre == 0) & ~np.isnan(y)
     assert both.any() and np.array_equal(np.signbit(y[both]), np.signbit(ty[both]))
+
+
+@pytest.mark.parametrize("kind", list(NORMS))
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_norm_silu_fused_runs_one_kernel_each_way_and_keeps_nan(kind, nd, channels_last):
+    """GroupNorm / InstanceNorm + SiLU: no SiLU kernel runs (the group norm kernels apply
+    it); the output and gradients are the unfused pair's to float32's rounding (the same
+    formula in another exp), a NaN (sample, group) NaN in both, the running statistics
+    equal bit for bit, the layout kept.  A hook on the SiLU unfuses the pair."""
+    if not group_norm_kernels_run():
+        pytest.skip("the group norm kernels need Numba")
+    x = _input(nd, channels_last=channels_last) * 2.0 + 0.3
+    x[1, 4] = np.nan
+    (y, grads, state, ran), (y0, grads0, state0, ran0) = [
+        _norm_run(_norm_act(kind, nd, "silu"), x, unfused) for unfused in (False, True)]
+    assert "silu_forward" in dict(ran0) and "silu_backward" in dict(ran0)
+    assert not any(name.startswith("silu") for name, _ in ran), ran
+    assert dict(ran)["group_norm_forward"] == dict(ran)["group_norm_backward"] == "numba"
+    assert y.strides == y0.strides
+    for a, b in zip([y, *grads], [y0, *grads0]):
+        assert np.array_equal(np.isnan(a), np.isnan(b)) and np.isnan(a).any()
+        ok = ~np.isnan(a)
+        np.testing.assert_allclose(a[ok], b[ok], rtol=1e-5, atol=1e-6)
+    for a, b in zip(state, state0):
+        np.testing.assert_array_equal(a, b)
+    model = _norm_act(kind, nd, "silu")
+    model[1].register_forward_hook(lambda m, i, o: None)
+    assert "silu_forward" in dict(_norm_run(model, x)[3])

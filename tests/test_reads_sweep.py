@@ -42,13 +42,14 @@ from convgrad.tensor.normalization import (
     ChannelAffine,
     GroupNorm,
     GroupNormReLU,
+    GroupNormSiLU,
     Standardize,
 )
 from convgrad.tensor.similarity import SSIMTerms
 
 RNG = np.random.default_rng(0)
 #: Functions whose callers use them only where their compiled kernels run
-NEEDS_NUMBA = {GroupNorm, GroupNormReLU}
+NEEDS_NUMBA = {GroupNorm, GroupNormReLU, GroupNormSiLU}
 
 
 def arr(*shape, low=-1.0, high=1.0):
@@ -145,7 +146,10 @@ SAMPLES = {
     GroupNorm: (lambda x, w, b: GroupNorm.apply(x, w, b, groups=2, eps=1e-5),
                 [arr32(3, 4, 5), arr32(4), arr32(4)]),
     GroupNormReLU: (lambda x, w, b: GroupNormReLU.apply(x, w, b, groups=2, eps=1e-5,
-                                                        slope=0.1),
+                                                        activation=0.1),
+                    [arr32(3, 4, 5), arr32(4), arr32(4)]),
+    GroupNormSiLU: (lambda x, w, b: GroupNormSiLU.apply(x, w, b, groups=2, eps=1e-5,
+                                                        activation="silu"),
                     [arr32(3, 4, 5), arr32(4), arr32(4)]),
     BatchNormReLU: (lambda x, w, b: BatchNormReLU.apply(x, w, b, eps=1e-5),
                     [arr(4, 3), arr(3), arr(3)]),

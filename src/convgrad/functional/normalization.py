@@ -27,13 +27,15 @@ from ..tensor.normalization import (
     ChannelAffine,
     GroupNorm,
     GroupNormReLU,
+    GroupNormSiLU,
     Standardize,
 )
 from ..tensor.normalization import moments as _moments
 from .activation import leaky_relu
+from .smooth_activation import silu
 
-__all__ = ["batch_norm", "batch_norm_relu", "group_norm", "group_norm_relu", "instance_norm",
-           "instance_norm_relu", "layer_norm"]
+__all__ = ["batch_norm", "batch_norm_relu", "group_norm", "group_norm_activation",
+           "instance_norm", "instance_norm_activation", "layer_norm"]
 
 
 def _state(fn: str, name: str, value: Any, c: int) -> np.ndarray | None:
@@ -190,26 +192,30 @@ def instance_norm(input: Any, running_mean: Any = None, running_var: Any = None,
                           use_input_stats, momentum, eps, None)
 
 
-def instance_norm_relu(input: Any, running_mean: Any, running_var: Any, weight: Any,
-                       bias: Any, use_input_stats: bool, momentum: float, eps: float,
-                       slope: float) -> Tensor:
-    """``leaky_relu(instance_norm(...), slope)`` (a ReLU for ``slope`` 0), one kernel each
-    way where the group norm kernels run: an internal entry point for callers that fuse
-    the pair (:mod:`convgrad.nn.fusion`); the result and gradients are the two calls'."""
-    return _instance_norm("instance_norm_relu", input, running_mean, running_var, weight,
-                          bias, use_input_stats, momentum, eps, slope)
+def instance_norm_activation(input: Any, running_mean: Any, running_var: Any, weight: Any,
+                             bias: Any, use_input_stats: bool, momentum: float, eps: float,
+                             activation: float | str) -> Tensor:
+    """``instance_norm(...)`` through ``activation`` (:func:`_activation`'s), one kernel
+    each way where the group norm kernels run: an internal entry point for callers that
+    fuse the pair (:mod:`convgrad.nn.fusion`); the result and gradients are the two
+    calls'."""
+    return _instance_norm("instance_norm_activation", input, running_mean, running_var,
+                          weight, bias, use_input_stats, momentum, eps, activation)
 
 
-def _activation(y: Tensor, slope: float | None) -> Tensor:
-    """``y`` through the (leaky) ReLU of ``slope`` as its own operation (None: as it is)."""
-    if slope is None:
+def _activation(y: Tensor, activation: float | str | None) -> Tensor:
+    """``y`` through ``activation`` as its own operation: None, as it is; a float, the
+    (leaky) ReLU of that slope (a ReLU for 0); ``"silu"``, SiLU."""
+    if activation is None:
         return y
-    return y.relu() if slope == 0 else leaky_relu(y, slope)
+    if activation == "silu":
+        return silu(y)
+    return y.relu() if activation == 0 else leaky_relu(y, activation)
 
 
 def _instance_norm(fn: str, input: Any, running_mean: Any, running_var: Any, weight: Any,
                    bias: Any, use_input_stats: bool, momentum: float, eps: float,
-                   slope: float | None) -> Tensor:
+                   activation: float | str | None) -> Tensor:
     x = _channels_input(fn, input)
     n, c = x.shape[:2]
     eps = _number(fn, "eps", eps, low=0.0)
@@ -219,19 +225,20 @@ def _instance_norm(fn: str, input: Any, running_mean: Any, running_var: Any, wei
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     shape = (1, c) + (1,) * (x.ndim - 2)
     if not use_input_stats:
-        return _activation(batch_norm(x, rm, rv, weight, bias, False, momentum, eps), slope)
+        return _activation(batch_norm(x, rm, rv, weight, bias, False, momentum, eps),
+                           activation)
     count = int(np.prod(x.shape[2:]))
     if count <= 1:
         raise ValueError(f"{fn}: expected more than 1 spatial element when training, got "
                          f"input of shape {x.shape}")
     if group_kernels.available(x.data):  # one kernel each way, in x's layout
         stats: dict = {}
-        y = _group_norm_function(slope).apply(x, weight, bias, groups=c, eps=eps,
-                                              stats=stats, slope=slope)
+        y = _group_norm_function(activation).apply(x, weight, bias, groups=c, eps=eps,
+                                                   stats=stats, activation=activation)
         mu, var = stats["mean"], stats["var"]
     else:
         y, (mu, var) = _standardize_rows(x, n * c, eps, tuple(range(2, x.ndim)))
-        y = _activation(_affine(y, weight, bias, shape), slope)
+        y = _activation(_affine(y, weight, bias, shape), activation)
     if n:
         _update(rm, momentum, reduction.mean(mu.reshape(n, c), axis=0))
         _update(rv, momentum, reduction.mean(var.reshape(n, c), axis=0) * (count / (count - 1)))
@@ -246,20 +253,23 @@ def group_norm(input: Any, num_groups: int, weight: Any = None, bias: Any = None
     return _group_norm("group_norm", input, num_groups, weight, bias, eps, None)
 
 
-def group_norm_relu(input: Any, num_groups: int, weight: Any, bias: Any, eps: float,
-                    slope: float) -> Tensor:
-    """``leaky_relu(group_norm(...), slope)`` (a ReLU for ``slope`` 0), one kernel each way
-    where the group norm kernels run: an internal entry point for callers that fuse the
-    pair (:mod:`convgrad.nn.fusion`); the result and gradients are the two calls'."""
-    return _group_norm("group_norm_relu", input, num_groups, weight, bias, eps, slope)
+def group_norm_activation(input: Any, num_groups: int, weight: Any, bias: Any, eps: float,
+                          activation: float | str) -> Tensor:
+    """``group_norm(...)`` through ``activation`` (:func:`_activation`'s), one kernel each
+    way where the group norm kernels run: an internal entry point for callers that fuse
+    the pair (:mod:`convgrad.nn.fusion`); the result and gradients are the two calls'."""
+    return _group_norm("group_norm_activation", input, num_groups, weight, bias, eps,
+                       activation)
 
 
-def _group_norm_function(slope: float | None) -> type:
-    return GroupNorm if slope is None else GroupNormReLU
+def _group_norm_function(activation: float | str | None) -> type:
+    if activation is None:
+        return GroupNorm
+    return GroupNormSiLU if activation == "silu" else GroupNormReLU
 
 
 def _group_norm(fn: str, input: Any, num_groups: int, weight: Any, bias: Any, eps: float,
-                slope: float | None) -> Tensor:
+                activation: float | str | None) -> Tensor:
     x = _channels_input(fn, input)
     n, c = x.shape[:2]
     if isinstance(num_groups, bool) or not isinstance(num_groups, Integral) or num_groups < 1:
@@ -270,11 +280,11 @@ def _group_norm(fn: str, input: Any, num_groups: int, weight: Any, bias: Any, ep
     eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, (c,)), _affine_arg(fn, "bias", bias, (c,)))
     if group_kernels.available(x.data):  # one kernel each way, in x's layout
-        return _group_norm_function(slope).apply(x, weight, bias, groups=int(num_groups),
-                                                 eps=eps, slope=slope)
+        return _group_norm_function(activation).apply(x, weight, bias, groups=int(num_groups),
+                                                      eps=eps, activation=activation)
     grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
     y = _standardize_rows(grouped, n * int(num_groups), eps, (2,))[0].reshape(x.shape)
-    return _activation(_affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2)), slope)
+    return _activation(_affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2)), activation)
 
 
 def _normalized_shape(fn: str, value: Any) -> tuple[int, ...]:

@@ -48,6 +48,11 @@ class SiLU(Module):
     def forward(self, input: Any) -> Tensor:
         return Fs.silu(input)
 
+    activation_of = forward  # see convgrad.nn.fusion
+
+    def fused_activation(self) -> str:
+        return "silu"
+
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 

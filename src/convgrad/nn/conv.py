@@ -165,17 +165,18 @@ class _Conv(_ConvNd):
     def forward(self, x: Any) -> Tensor:
         return convolve(x, self.weight, self.bias, self._current_args(), type(self).__name__)
 
-    def forward_relu(self, x: Any, slope: float) -> Tensor:
-        """``forward`` followed by a (leaky) ReLU of ``slope`` >= 0, in one kernel."""
+    def forward_activation(self, x: Any, activation: float) -> Tensor:
+        """``forward`` followed by a (leaky) ReLU of slope ``activation`` >= 0, in one
+        kernel."""
         return convolve(x, self.weight, self.bias, self._current_args(), type(self).__name__,
-                        relu_slope=slope)
+                        relu_slope=activation)
 
-    fuses_relu_after = forward  # see convgrad.nn.fusion
+    fuses_activation_after = forward  # see convgrad.nn.fusion
 
-    def accepts_relu(self, slope: float) -> bool:
+    def accepts_activation(self, activation: float | str) -> bool:
         """A leaky ReLU (oneDNN's post-op) or a ReLU (the compiled ReLU on the result in
         place: oneDNN's ReLU post-op turns a NaN into 0)."""
-        return slope >= 0
+        return isinstance(activation, float) and activation >= 0
 
 
 class Conv1d(_Conv):

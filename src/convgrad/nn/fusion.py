@@ -11,18 +11,21 @@ A ``BatchNorm1d/2d/3d`` normalising by the batch's statistics followed by ``ReLU
 as one ``BatchNormReLU`` (oneDNN's fused ReLU; a NaN
 anywhere in a channel makes its statistics, and so the whole channel, NaN either way).
 A ``GroupNorm`` or ``InstanceNorm1d/2d/3d`` followed by ``ReLU`` or ``LeakyReLU`` (slope
-> 0) runs as one ``GroupNormReLU`` where the group norm kernels run (the activation
-applied as y is written; a byte per element kept for the backward instead of y).
+> 0) runs as one ``GroupNormReLU``, followed by ``SiLU`` as one ``GroupNormSiLU``, where
+the group norm kernels run (the activation applied as y is written; what its backward
+needs kept per element instead of y: a byte, or SiLU's derivative).
 A pair is fused only where nobody can tell: neither module has hooks, and neither class
 overrides the ``forward`` the fusion stands for (a subclass's own ``forward`` runs as
-written).  The fused result equals the unfused one bit for bit.
+written).  The fused result equals the unfused one bit for bit (SiLU: to float32's
+rounding of the same formula, torch's).
 
 Layers declare what they fuse by class attributes, so this module imports none of them:
-a layer class sets ``fuses_relu_after = forward`` (the ``forward`` whose
-``forward_relu(x, slope)`` is the fused equivalent) and answers ``accepts_relu(slope)``;
-an activation class sets ``relu_of = forward`` and answers ``relu_slope()`` (0: a ReLU;
-a slope > 0: a leaky ReLU; ``None``: neither, ``LeakyReLU(0.0)`` included, whose -0 and
-NaN gradient differ from a ReLU's).
+a layer class sets ``fuses_activation_after = forward`` (the ``forward`` whose
+``forward_activation(x, activation)`` is the fused equivalent) and answers
+``accepts_activation(activation)``; an activation class sets ``activation_of = forward``
+and answers ``fused_activation()``: 0.0, a ReLU; a float > 0, a leaky ReLU of that
+slope; ``"silu"``; ``None``: none of them, ``LeakyReLU(0.0)`` included, whose -0 and NaN
+gradient differ from a ReLU's.
 """
 
 from __future__ import annotations
@@ -44,13 +47,14 @@ def _plain(m: Any, marker: str) -> bool:
     return not any(d.get(h) for h in _HOOKS)
 
 
-def _slope(conv: Any, act: Any) -> float | None:
-    """The slope of the (leaky) ReLU that ``act`` applies after the layer ``conv``, if the
+def _activation(layer: Any, act: Any) -> float | str | None:
+    """The activation ``act`` applies after ``layer`` (``fused_activation()``'s), if the
     pair fuses."""
-    if not (_plain(conv, "fuses_relu_after") and _plain(act, "relu_of")):
+    if not (_plain(layer, "fuses_activation_after") and _plain(act, "activation_of")):
         return None
-    slope = act.relu_slope()
-    return slope if slope is not None and conv.accepts_relu(slope) else None
+    activation = act.fused_activation()
+    return activation if activation is not None and layer.accepts_activation(activation) \
+        else None
 
 
 def run_sequence(modules: Sequence[Any], x: Any) -> Any:
@@ -59,9 +63,9 @@ def run_sequence(modules: Sequence[Any], x: Any) -> Any:
     while i < n:
         m = modules[i]
         if i + 1 < n:
-            slope = _slope(m, modules[i + 1])
-            if slope is not None:
-                x = m.forward_relu(x, slope)
+            activation = _activation(m, modules[i + 1])
+            if activation is not None:
+                x = m.forward_activation(x, activation)
                 i += 2
                 continue
         x = m(x)

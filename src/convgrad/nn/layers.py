@@ -85,9 +85,9 @@ class ReLU(Module):
     def forward(self, x: Any) -> Tensor:
         return Fa.relu(x)
 
-    relu_of = forward  # see convgrad.nn.fusion
+    activation_of = forward  # see convgrad.nn.fusion
 
-    def relu_slope(self) -> float:
+    def fused_activation(self) -> float:
         return 0.0
 
     def extra_repr(self) -> str:
@@ -107,9 +107,9 @@ class LeakyReLU(Module):
     def forward(self, x: Any) -> Tensor:
         return Fa.leaky_relu(x, self.negative_slope)
 
-    relu_of = forward  # see convgrad.nn.fusion
+    activation_of = forward  # see convgrad.nn.fusion
 
-    def relu_slope(self) -> float | None:
+    def fused_activation(self) -> float | None:
         # read live; a negative slope flips the sign test, and a zero one is not a ReLU
         # (its -0 below zero and its gradient g * 0 at a NaN: a fused ReLU gives +0 and g)
         s = self.negative_slope

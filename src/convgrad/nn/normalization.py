@@ -124,19 +124,19 @@ class _BatchNorm(_NormBase):
     def forward(self, input: Any) -> Tensor:
         return self._normalize(input, relu=False)
 
-    def forward_relu(self, input: Any, slope: float) -> Tensor:
-        """``leaky_relu(forward(input), slope)`` (a ReLU for ``slope`` 0), fused into one
+    def forward_activation(self, input: Any, activation: float) -> Tensor:
+        """``leaky_relu(forward(input), activation)`` (a ReLU for 0), fused into one
         kernel each way when the batch statistics normalise (see
         :mod:`convgrad.nn.fusion`)."""
-        return self._normalize(input, relu=True, slope=slope)
+        return self._normalize(input, relu=True, slope=activation)
 
-    fuses_relu_after = forward  # see convgrad.nn.fusion
+    fuses_activation_after = forward  # see convgrad.nn.fusion
 
-    def accepts_relu(self, slope: float) -> bool:
+    def accepts_activation(self, activation: float | str) -> bool:
         """A ReLU, or a leaky ReLU of positive slope (DCGAN's discriminator): the compiled
         loops fuse either, oneDNN a plain ReLU (where neither runs, the leaky ReLU is its
         own operation, as unfused)."""
-        return slope >= 0
+        return isinstance(activation, float) and activation >= 0
 
     def _normalize(self, input: Any, relu: bool, slope: float = 0.0) -> Tensor:
         x = layer_input(type(self).__name__, input, self._reference())
@@ -183,25 +183,27 @@ class BatchNorm3d(_BatchNorm):
 
 
 class _FusesActivation:
-    """A group or instance normalisation layer, ``_normalize(input, slope)``: its
-    ``forward`` (slope None), and ``forward_relu`` for a ReLU (0) or leaky ReLU after it,
-    one kernel each way where the group norm kernels run (see :mod:`convgrad.nn.fusion`)."""
+    """A group or instance normalisation layer, ``_normalize(input, activation)``: its
+    ``forward`` (activation None), and ``forward_activation`` for a ReLU (0), a leaky
+    ReLU (its slope) or SiLU (``"silu"``) after it, one kernel each way where the group
+    norm kernels run (see :mod:`convgrad.nn.fusion`)."""
 
-    def _normalize(self, input: Any, slope: float | None) -> Tensor:
+    def _normalize(self, input: Any, activation: float | str | None) -> Tensor:
         raise NotImplementedError
 
     def forward(self, input: Any) -> Tensor:
         return self._normalize(input, None)
 
-    def forward_relu(self, input: Any, slope: float) -> Tensor:
-        """``leaky_relu(forward(input), slope)`` (a ReLU for ``slope`` 0)."""
-        return self._normalize(input, slope)
+    def forward_activation(self, input: Any, activation: float | str) -> Tensor:
+        """``forward(input)`` through ``activation``."""
+        return self._normalize(input, activation)
 
-    fuses_relu_after = forward  # see convgrad.nn.fusion
+    fuses_activation_after = forward  # see convgrad.nn.fusion
 
-    def accepts_relu(self, slope: float) -> bool:
-        """The group norm kernels apply a ReLU (0) or a leaky one of any slope > 0."""
-        return slope >= 0
+    def accepts_activation(self, activation: float | str) -> bool:
+        """The group norm kernels apply a ReLU (0), a leaky one of any slope > 0, and
+        SiLU."""
+        return activation == "silu" or (isinstance(activation, float) and activation >= 0)
 
 
 class _InstanceNorm(_FusesActivation, _NormBase):
@@ -214,7 +216,7 @@ class _InstanceNorm(_FusesActivation, _NormBase):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
                          dtype, bias=bias)
 
-    def _normalize(self, input: Any, slope: float | None) -> Tensor:
+    def _normalize(self, input: Any, activation: float | str | None) -> Tensor:
         x = layer_input(type(self).__name__, input, self._reference())
         self._check_input(x)
         fn = type(self).__name__
@@ -233,7 +235,8 @@ class _InstanceNorm(_FusesActivation, _NormBase):
         args = (x, self.running_mean, self.running_var, self.weight, self.bias,
                 self.training or not self.track_running_stats,
                 0.0 if self.momentum is None else self.momentum, self.eps)
-        y = Fn.instance_norm(*args) if slope is None else Fn.instance_norm_relu(*args, slope)
+        y = (Fn.instance_norm(*args) if activation is None
+             else Fn.instance_norm_activation(*args, activation))
         return y.squeeze(0) if unbatched else y
 
 
@@ -284,14 +287,15 @@ class GroupNorm(_FusesActivation, Module):
         else:
             self.register_parameter("bias", None)
 
-    def _normalize(self, input: Any, slope: float | None) -> Tensor:
+    def _normalize(self, input: Any, activation: float | str | None) -> Tensor:
         x = layer_input("GroupNorm", input, self.weight)
         if x.ndim < 2 or x.shape[1] != self.num_channels:
             raise ValueError(f"GroupNorm: input of shape {x.shape} must be (N, C, *) with "
                              f"C = num_channels={self.num_channels}")
-        if slope is None:
+        if activation is None:
             return Fn.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
-        return Fn.group_norm_relu(x, self.num_groups, self.weight, self.bias, self.eps, slope)
+        return Fn.group_norm_activation(x, self.num_groups, self.weight, self.bias, self.eps,
+                                        activation)
 
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "

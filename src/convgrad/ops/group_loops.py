@@ -19,10 +19,13 @@ sample; float64 keeps it).  Blocks and channels combine per group by Chan et al.
 update.  ``nsc`` loops run along tiles of ``tile`` whole rows, one contiguous run, with
 per-position accumulators and coefficients repeated along the tile, so they vectorise
 (looping per row over C channels ran 2-3x slower).  Outputs are computed in float64
-and rounded to float32 once.  A fused (leaky) ReLU acts on the rounded y, as the
-separate activation would, and its backward on g: selects and a product by 1 or the
-slope, which keep the loops vectorised; written out in each pass and layout (a compiled
-helper in their closure would change Numba's cache key every process).
+and rounded to float32 once.  A fused activation acts on the rounded y, as the separate
+one would, and its backward on g: a (leaky) ReLU by selects and a product by 1 or the
+slope, SiLU by a product with its derivative kept by the forward (torch's float32
+formulas, ``exp`` a polynomial whose powers of 2 are built as bits so the loop
+vectorises: Numba's ``exp`` is a scalar call without Intel's SVML); written out in each
+pass and layout (a compiled helper in their closure would change Numba's cache key every
+process).
 """
 
 from __future__ import annotations
@@ -31,7 +34,20 @@ import numpy as np
 
 from . import jit
 
-__all__ = ["loops"]
+__all__ = ["ACTIVATIONS", "loops"]
+
+#: the fused activation's code (the loops' ``act``): 0 none, 1 a (leaky) ReLU, 2 SiLU
+ACTIVATIONS = {None: 0, "relu": 1, "silu": 2}
+_F = np.float32
+# SiLU's exp(u): u clamped to [E_LO, E_HI] (exp overflows past 88.7 and underflows to 0
+# before -104; k = round(u / ln 2) = k1 + k2 then stays in [-150, 129], 2^k1 and 2^k2
+# normal); ln 2 = LN2_HI + LN2_LO, LN2_HI exact in 9 bits so k LN2_HI is exact; E0-E5
+# Cephes' expf polynomial: exp(q) = 1 + q + q^2 (((((E0 q + E1) q + E2) q + E3) q + E4) q
+# + E5) on |q| <= ln 2 / 2, q = u - k ln 2
+E_HI, E_LO = _F(89.0), _F(-104.0)
+LOG2E, LN2_HI, LN2_LO = _F(1.44269504088896341), _F(0.693359375), _F(-2.12194440e-4)
+E0, E1, E2 = _F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3)
+E3, E4, E5 = _F(4.1665795894e-2), _F(1.6666665459e-1), _F(5.0000001201e-1)
 
 
 def _compile(numba) -> dict:
@@ -43,15 +59,16 @@ def _compile(numba) -> dict:
     # computed from float32 inputs and rounded to float32 once, so it moves no result
     compiled = numba.njit(nogil=True, cache=True, parallel=parallel, fastmath={"reassoc"})
 
-    def forward(x, nsc, c_len, groups, tile, r, w, b, eps, relu, slope, y, mean, var, keep):
-        """y = (x - m) s w + b, then with ``relu`` the (leaky) ReLU of float32 ``slope``,
-        ``keep`` (x's shape, uint8) set where it passes y (and its gradient) unscaled;
-        mean, var (N, G) out; w, b (C,) float64."""
+    def forward(x, nsc, c_len, groups, tile, r, w, b, eps, act, slope, y, mean, var, keep):
+        """y = (x - m) s w + b, then the activation ``act`` (:data:`ACTIVATIONS`): 1, the
+        (leaky) ReLU of float32 ``slope``, ``keep`` (x's shape, uint8) set where it passes
+        y (and its gradient) unscaled; 2, SiLU, ``keep`` (float32) its derivative; mean,
+        var (N, G) out; w, b (C,) float64."""
         n_len, s_len = x.shape[0], x.shape[1] // c_len
         b_len = (s_len + r - 1) // r
         tasks = n_len * b_len * (1 if nsc else c_len)
         ln = tile * c_len
-        zero = np.float32(0)
+        zero, one, half = np.float32(0), np.float32(1), np.float32(0.5)
         pm, pq = np.empty((n_len, b_len, c_len)), np.empty((n_len, b_len, c_len))
         for t in prange(tasks):  # each block's mean and sum of squared deviations
             if nsc:
@@ -126,42 +143,72 @@ def _compile(numba) -> dict:
         for t in prange(tasks):
             if nsc:
                 n, bb = t // b_len, t % b_len
-                lo, hi = bb * r * c_len, min(s_len, bb * r + r) * c_len
-                xr, yr, mn, scn, shn = x[n], y[n], mt[n], st[n], ht[n]
-                for o in range(lo, hi, ln):
-                    xs, ys = xr[o:min(o + ln, hi)], yr[o:min(o + ln, hi)]
-                    for j in range(xs.shape[0]):
-                        ys[j] = np.float32((np.float64(xs[j]) - mn[j]) * scn[j] + shn[j])
-                    if relu:
-                        ks = keep[n, o:min(o + ln, hi)]
-                        for j in range(ys.shape[0]):
-                            v = ys[j]
-                            # leaky: v > 0 (NaN scaled, stays NaN); ReLU: not v <= 0 (NaN kept)
-                            k = v > 0 if slope > 0 else not v <= 0
-                            ks[j] = k
-                            ys[j] = v if k else (v * slope if slope > 0 else zero)
+                lo, hi, step = bb * r * c_len, min(s_len, bb * r + r) * c_len, ln
+                m = s_ = h = 0.0
             else:
                 n, c, bb = t // (c_len * b_len), (t // b_len) % c_len, t % b_len
                 lo = c * s_len + bb * r
                 hi = c * s_len + min(s_len, bb * r + r)
-                xs, ys = x[n, lo:hi], y[n, lo:hi]
+                step = hi - lo
                 m, s_, h = mc[n, c], sc[n, c], b[c]
-                for j in range(xs.shape[0]):
-                    ys[j] = np.float32((np.float64(xs[j]) - m) * s_ + h)
-                if relu:
-                    ks = keep[n, lo:hi]
+            xr, yr, mn, scn, shn = x[n], y[n], mt[n], st[n], ht[n]
+            if act == 2:  # SiLU's scratch: exp's polynomial, its two powers of 2 as bits
+                ep = np.empty(step, np.float32)
+                eb1, eb2 = np.empty(step, np.int32), np.empty(step, np.int32)
+                ef1, ef2 = eb1.view(np.float32), eb2.view(np.float32)
+            for o in range(lo, hi, step):
+                e = min(o + step, hi)
+                xs, ys = xr[o:e], yr[o:e]
+                if nsc:
+                    for j in range(xs.shape[0]):
+                        ys[j] = np.float32((np.float64(xs[j]) - mn[j]) * scn[j] + shn[j])
+                else:
+                    for j in range(xs.shape[0]):
+                        ys[j] = np.float32((np.float64(xs[j]) - m) * s_ + h)
+                if act == 1:
+                    ks = keep[n, o:e]
                     for j in range(ys.shape[0]):
                         v = ys[j]
+                        # leaky: v > 0 (NaN scaled, stays NaN); ReLU: not v <= 0 (NaN kept)
                         k = v > 0 if slope > 0 else not v <= 0
                         ks[j] = k
                         ys[j] = v if k else (v * slope if slope > 0 else zero)
+                elif act == 2:
+                    # y = z / (1 + exp(-z)) in float32 as torch's; keep = its derivative
+                    # s (1 + z (1 - s)), s = 1 / (1 + exp(-z)).  exp(u) = p(q) 2^k1 2^k2
+                    # (the constants' comment), u = -z clamped (NaN to E_HI: its y is
+                    # NaN / inf = NaN), so the loops vectorise
+                    ks = keep[n, o:e]
+                    for j in range(ys.shape[0]):
+                        u = -ys[j]
+                        u = u if u < E_HI else E_HI
+                        u = u if u > E_LO else E_LO
+                        kf = np.floor(u * LOG2E + half)
+                        q = (u - kf * LN2_HI) - kf * LN2_LO
+                        p = E0
+                        p = p * q + E1
+                        p = p * q + E2
+                        p = p * q + E3
+                        p = p * q + E4
+                        p = p * q + E5
+                        ep[j] = p * (q * q) + q + one
+                        ki = np.int32(kf)
+                        k1 = ki >> 1
+                        eb1[j] = (k1 + 127) << 23
+                        eb2[j] = (ki - k1 + 127) << 23
+                    for j in range(ys.shape[0]):
+                        d = one + ep[j] * ef1[j] * ef2[j]
+                        v = ys[j]
+                        sg = one / d
+                        ks[j] = sg * (one + v * (one - sg))
+                        ys[j] = v / d
 
-    def backward(g, x, nsc, c_len, groups, tile, r, mean, var, w, eps, relu, slope, keep,
+    def backward(g, x, nsc, c_len, groups, tile, r, mean, var, w, eps, act, slope, keep,
                  need_x, gx, gw, gb):
         """gx = s (g w - mean(g w) - xh mean(g w xh)) over each group, xh = (x - m) s;
-        gw = sum g xh, gb = sum g per channel (float64 out).  With ``relu``, g is first
-        taken to the activation's input: as it is where the forward's ``keep`` is set,
-        else times ``slope`` (a ReLU: 0)."""
+        gw = sum g xh, gb = sum g per channel (float64 out).  With an activation, g is
+        first taken to its input: ``act`` 1, as it is where the forward's ``keep`` is set,
+        else times ``slope`` (a ReLU: 0); 2, times ``keep``."""
         n_len, s_len = x.shape[0], x.shape[1] // c_len
         b_len = (s_len + r - 1) // r
         tasks = n_len * b_len * (1 if nsc else c_len)
@@ -184,9 +231,12 @@ def _compile(numba) -> dict:
                     mt[j] = mc[n, j % c_len]
                 for o in range(lo, hi, ln):
                     xs, gs = xr[o:min(o + ln, hi)], gr[o:min(o + ln, hi)]
-                    if relu:  # g at the activation's input (selects: they vectorise)
+                    if act:  # g at the activation's input (selects: they vectorise)
                         ks = keep[n, o:min(o + ln, hi)]
-                        if slope > 0:
+                        if act == 2:
+                            for j in range(xs.shape[0]):
+                                gm[j] = gs[j] * ks[j]
+                        elif slope > 0:
                             for j in range(xs.shape[0]):
                                 gm[j] = gs[j] * (one if ks[j] else slope)
                         else:
@@ -207,9 +257,12 @@ def _compile(numba) -> dict:
                 lo = c * s_len + bb * r
                 hi = c * s_len + min(s_len, bb * r + r)
                 xs, gs, m = x[n, lo:hi], g[n, lo:hi], mc[n, c]
-                if relu:
+                if act:
                     ks, gm = keep[n, lo:hi], np.empty(hi - lo, np.float32)
-                    if slope > 0:
+                    if act == 2:
+                        for j in range(xs.shape[0]):
+                            gm[j] = gs[j] * ks[j]
+                    elif slope > 0:
                         for j in range(xs.shape[0]):
                             gm[j] = gs[j] * (one if ks[j] else slope)
                     else:
@@ -261,9 +314,12 @@ def _compile(numba) -> dict:
                 for o in range(lo, hi, ln):
                     e = min(o + ln, hi)
                     xs, gs, os_ = xr[o:e], gr[o:e], out[o:e]
-                    if relu:
+                    if act:
                         ks = keep[n, o:e]
-                        if slope > 0:
+                        if act == 2:
+                            for j in range(xs.shape[0]):
+                                gm[j] = gs[j] * ks[j]
+                        elif slope > 0:
                             for j in range(xs.shape[0]):
                                 gm[j] = gs[j] * (one if ks[j] else slope)
                         else:
@@ -279,9 +335,12 @@ def _compile(numba) -> dict:
                 hi = c * s_len + min(s_len, bb * r + r)
                 xs, gs, os_ = x[n, lo:hi], g[n, lo:hi], gx[n, lo:hi]
                 a_, k_, d_, m = ac[n, c], kc[n, c], dc[n, c], mc[n, c]
-                if relu:
+                if act:
                     ks, gm = keep[n, lo:hi], np.empty(hi - lo, np.float32)
-                    if slope > 0:
+                    if act == 2:
+                        for j in range(xs.shape[0]):
+                            gm[j] = gs[j] * ks[j]
+                    elif slope > 0:
                         for j in range(xs.shape[0]):
                             gm[j] = gs[j] * (one if ks[j] else slope)
                     else:

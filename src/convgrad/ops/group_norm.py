@@ -11,12 +11,15 @@ blocks, combined per group:
 
 * forward: ``y = (x - m) s w + b`` with a group's mean ``m`` and ``s = (var + eps)^-1/2``,
   one pass, as ``(x - m) sc + sh`` per (sample, channel);
-* an activation after it, fused (``slope``: a ReLU for 0, else a leaky ReLU): applied to
-  each y as it is written, with a byte per element (``keep``) set where y passed
-  unscaled; the backward first scales g by 1 there, by ``slope`` elsewhere.  Measured on
+* an activation after it, fused (``activation``: a float, the slope of a ReLU (0) or a
+  leaky ReLU; ``"silu"``): applied to each y as it is written, keeping what its backward
+  needs (``keep``).  A (leaky) ReLU keeps a byte per element, set where y passed
+  unscaled; the backward first scales g by 1 there, by the slope elsewhere.  Measured on
   the 3-D U-Net's (2, 16, 64, 64, 64) InstanceNorm3d + LeakyReLU, channels-last,
   ms, unfused / fused: forward 5.6-6.9 / 3.4-5.0, backward 7.8-8.7 / 6.1-6.5 (recomputing
-  y from x in the backward instead of keeping the byte: 8.5, no faster than unfused);
+  y from x in the backward instead of keeping the byte: 8.5, no faster than unfused).
+  SiLU keeps its float32 derivative (the separate SiLU kept its input, as many bytes),
+  by which the backward scales g;
 * backward, with ``xh = (x - m) s`` and ``gs = g w``: ``gb = sum g``, ``gw = sum g xh``
   per channel; ``gx = s (gs - mean(gs) - xh mean(gs xh))`` over the group (the group's
   statistics differentiated), i.e. ``a g + k (x - m) + d`` per (sample, channel) with
@@ -33,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import jit, layouts, parallel, relayout
-from .group_loops import loops
+from .group_loops import ACTIVATIONS, loops
 from .normalization import NORM
 
 __all__ = ["BLOCK", "TILE", "available", "group_norm_backward", "group_norm_forward"]
@@ -45,6 +48,15 @@ BLOCK = 1 << 15
 TILE = 512
 _F32 = np.dtype(np.float32)
 _NO_KEEP = np.empty((0, 0), np.uint8)  # the loops' keep argument without an activation
+
+
+def _act(activation: float | str | None) -> tuple[int, np.float32, type | None]:
+    """The loops' activation code and slope, and ``keep``'s dtype (None: no keep)."""
+    if activation is None:
+        return 0, np.float32(0), None
+    if activation == "silu":
+        return ACTIVATIONS["silu"], np.float32(0), np.float32
+    return ACTIVATIONS["relu"], np.float32(activation), np.uint8
 
 
 def available(x: np.ndarray) -> bool:
@@ -82,34 +94,37 @@ def _f64(v: np.ndarray | None, c: int, fill: float) -> np.ndarray:
 
 
 def group_norm_forward(x: np.ndarray, groups: int, weight: np.ndarray | None,
-                       bias: np.ndarray | None, eps: float, slope: float | None = None
+                       bias: np.ndarray | None, eps: float,
+                       activation: float | str | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """``y`` in x's layout, each (sample, group)'s mean and biased variance ((N, G)
     float64) of x (N, C, *), for :func:`group_norm_backward` and running statistics, and
-    ``keep`` (None without ``slope``).  ``slope``: y goes through a ReLU (0) or a leaky
-    ReLU of that slope as it is written; ``keep`` (uint8, x's shape and layout, a quarter
-    of its bytes) is set where the activation passed y unscaled, for the backward."""
+    ``keep`` (None without ``activation``).  ``activation``: y goes through a ReLU (0), a
+    leaky ReLU of that slope (a float > 0) or SiLU (``"silu"``) as it is written;
+    ``keep`` (x's shape and layout) is what the backward needs of it: uint8, set where a
+    (leaky) ReLU passed y unscaled; float32, SiLU's derivative."""
     n, c = x.shape[:2]
     with NORM.record("group_norm_forward", x.shape) as rec:
         rec.algorithm = "numba"
         view, nsc, tile, r = _geometry(x)
         y = layouts.empty(x.shape, nsc, x.dtype)
         mean, var = np.empty((n, groups)), np.empty((n, groups))
-        keep = None if slope is None else layouts.empty(x.shape, nsc, np.uint8)
+        act, slope, keep_dtype = _act(activation)
+        keep = None if keep_dtype is None else layouts.empty(x.shape, nsc, keep_dtype)
         _threads(x)
         loops()["forward"](view, nsc, c, groups, tile, r, _f64(weight, c, 1.0),
-                           _f64(bias, c, 0.0), float(eps), slope is not None,
-                           np.float32(slope or 0.0), _view(y, nsc), mean, var,
-                           _NO_KEEP if keep is None else _view(keep, nsc))
+                           _f64(bias, c, 0.0), float(eps), act, slope, _view(y, nsc), mean,
+                           var, _NO_KEEP if keep is None else _view(keep, nsc))
     return y, mean, var, keep
 
 
 def group_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.ndarray,
                         weight: np.ndarray | None, eps: float, need: tuple,
-                        slope: float | None = None, keep: np.ndarray | None = None) -> tuple:
-    """The gradients (x, weight, bias) of :func:`group_norm_forward` (with its ``slope``
-    and the ``keep`` it returned) at ``g`` (any layout: copied to x's if it differs), None
-    where ``need`` does not ask."""
+                        activation: float | str | None = None,
+                        keep: np.ndarray | None = None) -> tuple:
+    """The gradients (x, weight, bias) of :func:`group_norm_forward` (with its
+    ``activation`` and the ``keep`` it returned) at ``g`` (any layout: copied to x's if it
+    differs), None where ``need`` does not ask."""
     n, c = x.shape[:2]
     groups = mean.shape[1]
     with NORM.record("group_norm_backward", x.shape) as rec:
@@ -122,12 +137,12 @@ def group_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
             g = staged
         gx = layouts.empty(x.shape, nsc, x.dtype) if need[0] else x
         gw, gb = np.empty(c), np.empty(c)
+        act, slope, _ = _act(activation)
         _threads(x)
         loops()["backward"](_view(g, nsc), view, nsc, c, groups, tile, r,
                             np.ascontiguousarray(mean), np.ascontiguousarray(var),
-                            _f64(weight, c, 1.0), float(eps), slope is not None,
-                            np.float32(slope or 0.0),
-                            _NO_KEEP if slope is None else _view(keep, nsc), bool(need[0]),
+                            _f64(weight, c, 1.0), float(eps), act, slope,
+                            _NO_KEEP if keep is None else _view(keep, nsc), bool(need[0]),
                             _view(gx, nsc), gw, gb)
     return (gx if need[0] else None, gw.astype(x.dtype) if need[1] else None,
             gb.astype(x.dtype) if need[2] else None)
@@ -140,6 +155,7 @@ def _exercise() -> None:
         x = layouts.empty((2, 4, 3, 3), channels_last, np.float32)
         x[...] = np.arange(x.size, dtype=np.float32).reshape(x.shape) % 5
         w = np.ones(4, np.float32)
-        for slope in (None, 0.1):
-            y, mean, var, keep = group_norm_forward(x, 2, w, w, 1e-5, slope)
-            group_norm_backward(y, x, mean, var, w, 1e-5, (True, True, True), slope, keep)
+        for activation in (None, 0.1, "silu"):
+            y, mean, var, keep = group_norm_forward(x, 2, w, w, 1e-5, activation)
+            group_norm_backward(y, x, mean, var, w, 1e-5, (True, True, True), activation,
+                                keep)

@@ -20,6 +20,7 @@ from ..ops import reduction
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
 __all__ = ["BatchNorm", "BatchNormReLU", "ChannelAffine", "GroupNorm", "GroupNormReLU",
+           "GroupNormSiLU",
            "Standardize", "moments"]
 
 
@@ -164,8 +165,8 @@ class GroupNorm(Function):
     callers check :func:`~convgrad.ops.group_norm.available` first.
 
     ``stats``: a dict that receives ``mean`` and biased ``var`` ((N, groups) arrays) for
-    the caller's running statistics.  ``slope``: :class:`GroupNormReLU`'s.  Reads x and w,
-    never its output.
+    the caller's running statistics.  ``activation``: :class:`GroupNormReLU`'s slope or
+    :class:`GroupNormSiLU`'s ``"silu"``.  Reads x and w, never its output.
     """
 
     reads = (0, 1)
@@ -173,24 +174,25 @@ class GroupNorm(Function):
     @staticmethod
     def forward(ctx: Context, x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None,
                 groups: int, eps: float, stats: dict | None = None,
-                slope: float | None = None) -> np.ndarray:
-        y, ctx.mean, ctx.var, ctx.keep = group_kernels.group_norm_forward(x, groups, w, b, eps,
-                                                                          slope)
-        ctx.groups, ctx.eps, ctx.slope = groups, eps, slope
+                activation: float | str | None = None) -> np.ndarray:
+        y, ctx.mean, ctx.var, ctx.keep = group_kernels.group_norm_forward(
+            x, groups, w, b, eps, activation)
+        ctx.groups, ctx.eps, ctx.activation = groups, eps, activation
         if stats is not None:
             stats["mean"], stats["var"] = ctx.mean, ctx.var
         return y
 
     @staticmethod
     def backward(ctx: Context, g: Tensor) -> tuple:
-        x, w, _ = ctx.inputs
-        need, slope = ctx.needs_input_grad, ctx.slope
+        x, w, b = ctx.inputs
+        need, activation = ctx.needs_input_grad, ctx.activation
         if not is_grad_enabled():
             return group_kernels.group_norm_backward(
                 g.data, x.data, ctx.mean, ctx.var, None if w is None else w.data, ctx.eps,
-                need, slope, ctx.keep)
-        if slope is not None:  # the activation's derivative, a constant: 1 where kept
-            g = g * type(g)._wrap(np.where(ctx.keep, 1.0, slope).astype(g.dtype))
+                need, activation, ctx.keep)
+        if activation is not None and activation != "silu":
+            # a (leaky) ReLU's derivative, a constant: 1 where kept, the slope elsewhere
+            g = g * type(g)._wrap(np.where(ctx.keep, 1.0, activation).astype(g.dtype))
         # create_graph: the rule as recorded Tensor operations of x (and w), on the
         # (N, groups, rest) view: xh = (x - m) s; dx = s (gs - mean(gs) - xh mean(gs xh)),
         # evaluated in float64 for float32 operands and cast back (recorded casts), as
@@ -200,12 +202,21 @@ class GroupNorm(Function):
         if dtype == np.float32:
             x, g = x.double(), g.double()
             w = None if w is None else w.double()
+            b = None if b is None else b.double()
         n, c = x.shape[:2]
         dims, shape = (0, *range(2, x.ndim)), (1, c) + (1,) * (x.ndim - 2)
         rows = (n, ctx.groups, -1)
         xr = x.reshape(rows)
         inv = _inv_std(xr, (2,), ctx.eps)
         xh = (xr - xr.mean((2,), keepdim=True)) * inv
+        if activation == "silu":
+            # SiLU's derivative at z = xh w + b, a function of x (and w, b) recorded too:
+            # silu'(z) = s (1 + z (1 - s)), s = sigmoid(z)
+            z = xh.reshape(x.shape)
+            z = z if w is None else z * w.reshape(shape)
+            z = z if b is None else z + b.reshape(shape)
+            s = z.sigmoid()
+            g = g * (s * (1.0 + z * (1.0 - s)))
         gx = None
         if need[0]:
             gs = (g if w is None else g * w.reshape(shape)).reshape(rows)
@@ -217,10 +228,19 @@ class GroupNorm(Function):
 
 
 class GroupNormReLU(GroupNorm):
-    """``leaky_relu(group_norm(x), slope)`` (a ReLU for ``slope`` 0), one kernel each way
-    (:mod:`convgrad.ops.group_norm`), for callers that fuse the pair: the forward keeps a
-    byte per element saying where the activation passed y unscaled, the backward scales g
-    by it (never reading the output)."""
+    """``leaky_relu(group_norm(x), slope)`` (a ReLU for ``slope`` 0; ``activation``, the
+    slope), one kernel each way (:mod:`convgrad.ops.group_norm`), for callers that fuse
+    the pair: the forward keeps a byte per element saying where the activation passed y
+    unscaled, the backward scales g by it (never reading the output)."""
+
+
+class GroupNormSiLU(GroupNorm):
+    """``silu(group_norm(x))`` (``activation="silu"``), one kernel each way
+    (:mod:`convgrad.ops.group_norm`), for callers that fuse the pair: the forward keeps
+    SiLU's derivative per element, the backward scales g by it.  Its second-order rule
+    reads b too (z = xh w + b)."""
+
+    reads = (0, 1, 2)
 
 
 class BatchNormReLU(BatchNorm):
