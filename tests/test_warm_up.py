@@ -49,7 +49,7 @@ def test_layers_warm_up_the_modules_they_call_and_no_others():
     conv = set(got["conv"].split(","))
     assert {"eltwise", "reduction", "copy_loops"} <= conv
     assert not conv & {"update.sgd", "update.adam", "normalization", "softmax", "gather",
-                       "group_norm"}
+                       "group_norm.plain", "group_norm.relu"}
     # SGD loads its own rule's loops, not Adam's
     assert set(got["optimiser"].split(",")) == conv | {"update.sgd"}
     assert set(got["more"].split(",")) == conv | {"update.sgd", "normalization", "softmax",
@@ -65,6 +65,22 @@ def test_a_depthwise_convolution_warms_the_direct_loops():
         print("ran=" + ",".join(ran()))
     """)
     assert "direct" in got["ran"].split(",")
+
+
+def test_group_norm_loads_its_relu_signature_only_where_a_sequential_fuses_the_pair():
+    """A group norm layer asks for its plain passes (SiLU shares their machine code); the
+    (leaky) ReLU's byte-mask signature is asked for only by a ``Sequential`` holding the
+    pair (as it is appended), not by a GroupNorm + SiLU block."""
+    got = _run("""
+        import convgrad.nn as nn
+        nn.Sequential(nn.GroupNorm(2, 4), nn.SiLU(), nn.InstanceNorm2d(4))
+        print("silu=" + ",".join(ran()))
+        nn.Sequential(nn.InstanceNorm2d(4)).append(nn.LeakyReLU(0.2))
+        print("relu=" + ",".join(ran()))
+    """)
+    assert "group_norm.plain" in got["silu"].split(",")
+    assert "group_norm.relu" not in got["silu"].split(",")
+    assert "group_norm.relu" in got["relu"].split(",")
 
 
 def test_an_unrequested_module_loads_on_its_first_call():

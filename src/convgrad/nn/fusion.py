@@ -25,7 +25,9 @@ a layer class sets ``fuses_activation_after = forward`` (the ``forward`` whose
 ``accepts_activation(activation)``; an activation class sets ``activation_of = forward``
 and answers ``fused_activation()``: 0.0, a ReLU; a float > 0, a leaky ReLU of that
 slope; ``"silu"``; ``None``: none of them, ``LeakyReLU(0.0)`` included, whose -0 and NaN
-gradient differ from a ReLU's.
+gradient differ from a ReLU's.  A layer may name the compiled loops a fused activation
+adds (``activation_kernels(activation)``): a ``Sequential`` asks for them as the pair is
+appended, so they load in the background before the first step.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["run_sequence"]
+from ..ops import jit
+
+__all__ = ["run_sequence", "warm_up_pair"]
 
 _HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks")
 
@@ -55,6 +59,16 @@ def _activation(layer: Any, act: Any) -> float | str | None:
     activation = act.fused_activation()
     return activation if activation is not None and layer.accepts_activation(activation) \
         else None
+
+
+def warm_up_pair(layer: Any, act: Any) -> None:
+    """Ask for the compiled loops ``layer`` runs fused with ``act`` after it (its
+    ``activation_kernels``, where it has that method), loaded in the background while the
+    network is built (:func:`convgrad.ops.jit.warm_up`)."""
+    activation = _activation(layer, act)
+    kernels = getattr(layer, "activation_kernels", None)
+    if activation is not None and kernels is not None:
+        jit.warm_up(*kernels(activation))
 
 
 def run_sequence(modules: Sequence[Any], x: Any) -> Any:

@@ -486,6 +486,8 @@ class Sequential(Module):
         if not isinstance(module, Module):
             raise TypeError(f"Sequential: entry {name!r} is a {type(module).__name__}, "
                             "expected a Module")
+        if self._modules:  # a fused pair's own loads start while the network is built
+            _fusion.warm_up_pair(next(reversed(self._modules.values())), module)
         self.add_module(name, module)
 
     def append(self, module: Module) -> Sequential:

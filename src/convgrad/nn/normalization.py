@@ -205,10 +205,16 @@ class _FusesActivation:
         SiLU."""
         return activation == "silu" or (isinstance(activation, float) and activation >= 0)
 
+    def activation_kernels(self, activation: float | str) -> tuple[str, ...]:
+        """The compiled loops the fused ``activation`` adds to the layer's own (asked for
+        in the background where a ``Sequential`` holds the pair): a (leaky) ReLU's byte
+        mask is a signature of its own."""
+        return () if activation == "silu" else ("group_norm.relu",)
+
 
 class _InstanceNorm(_FusesActivation, _NormBase):
     _unbatched_dims: int
-    _kernels = ("group_norm",)
+    _kernels = ("group_norm.plain",)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device: Any = None,
@@ -266,7 +272,7 @@ class GroupNorm(_FusesActivation, Module):
                  affine: bool = True, device: Any = None, dtype: Any = None, *,
                  bias: bool = True) -> None:
         super().__init__()
-        jit.warm_up("group_norm")  # a network is being built: its kernels load
+        jit.warm_up("group_norm.plain")  # a network is being built: its kernels load
         fn = "GroupNorm"
         check_device(fn, device)
         self.num_groups = _positive_int("num_groups", num_groups, fn)

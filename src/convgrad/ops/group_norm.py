@@ -47,7 +47,9 @@ BLOCK = 1 << 15
 #: elements of a channels-last tile (whole rows): the loops run along it, vectorised
 TILE = 512
 _F32 = np.dtype(np.float32)
-_NO_KEEP = np.empty((0, 0), np.uint8)  # the loops' keep argument without an activation
+# the loops' keep argument without an activation: float32, as SiLU's, so that the two
+# share their machine code (each keep dtype is a signature of its own, 10-40 ms to load)
+_NO_KEEP = np.empty((0, 0), np.float32)
 
 
 def _act(activation: float | str | None) -> tuple[int, np.float32, type | None]:
@@ -148,14 +150,27 @@ def group_norm_backward(g: np.ndarray, x: np.ndarray, mean: np.ndarray, var: np.
             gb.astype(x.dtype) if need[2] else None)
 
 
-@jit.exercise
-def _exercise() -> None:
-    """Every compiled pass once, on tiny arrays of both layouts (:func:`.jit.warm_up`)."""
+def _exercise_with(activations: tuple) -> None:
+    """Every compiled pass with each of ``activations``, on tiny arrays of both layouts."""
     for channels_last in (False, True):
         x = layouts.empty((2, 4, 3, 3), channels_last, np.float32)
         x[...] = np.arange(x.size, dtype=np.float32).reshape(x.shape) % 5
         w = np.ones(4, np.float32)
-        for activation in (None, 0.1, "silu"):
+        for activation in activations:
             y, mean, var, keep = group_norm_forward(x, 2, w, w, 1e-5, activation)
             group_norm_backward(y, x, mean, var, w, 1e-5, (True, True, True), activation,
                                 keep)
+
+
+@jit.exercise(kernel="group_norm.plain")
+def _exercise_plain() -> None:
+    """The passes alone and with SiLU (one signature), what every group norm layer asks
+    for (:func:`.jit.warm_up`)."""
+    _exercise_with((None, "silu"))
+
+
+@jit.exercise(kernel="group_norm.relu")
+def _exercise_relu() -> None:
+    """The passes with a (leaky) ReLU (a byte mask: a signature of its own), asked for
+    where a ``Sequential`` holds the pair."""
+    _exercise_with((0.1,))
