@@ -79,6 +79,23 @@ def test_arrays_above_the_memory_map_threshold_are_reused_too():
     assert tuned < untuned / 20, (tuned, untuned)
 
 
+# the same steps, with the heap's free memory handed back before each counted step
+RELEASED_STEPS = STEPS.replace("    step()\nprint(", "    heap.release_free()\n    step()\nprint(")
+RELEASED_STEPS = RELEASED_STEPS.replace("import resource\n",
+                                        "import resource\nfrom convgrad.ops import heap\n")
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
+                    reason="malloc_trim is glibc's")
+def test_release_free_makes_the_next_step_fault_its_arrays_in_again():
+    """``release_free`` (a benchmark's first step, which must not inherit an earlier
+    run's memory): with convgrad's thresholds a step reuses the freed heap (few faults);
+    after a release it faults its ~20 MiB in afresh, as a first step does."""
+    assert "heap.release_free()" in RELEASED_STEPS
+    kept, released = _faults_per_step(), _faults_per_step(RELEASED_STEPS)
+    assert released > 1000 and kept < released / 20, (kept, released)
+
+
 def test_environment_decides(monkeypatch):
     for key in list(os.environ):
         if key.startswith("MALLOC_") or key in ("GLIBC_TUNABLES", "CONVGRAD_MALLOC"):

@@ -36,7 +36,8 @@ import ctypes
 import os
 import platform
 
-__all__ = ["M_MMAP_MAX", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD", "THRESHOLDS", "tune_malloc"]
+__all__ = ["M_MMAP_MAX", "M_MMAP_THRESHOLD", "M_TRIM_THRESHOLD", "THRESHOLDS", "release_free",
+           "tune_malloc"]
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_MMAP_MAX = -1, -3, -4  # glibc's malloc.h
 # glibc's largest dynamic memory-map threshold on 64-bit; a trim threshold above the
@@ -63,3 +64,17 @@ def tune_malloc() -> bool:
     except (OSError, AttributeError):  # no mallopt in this process's C library
         return False
     return all(mallopt(param, value) == 1 for param, value in THRESHOLDS)
+
+
+def release_free() -> bool:
+    """Hand the heap's free memory back to the system now (glibc's ``malloc_trim(0)``),
+    so the next allocations page-fault in afresh; whether it ran.  For a measurement
+    that must not inherit memory an earlier run freed (a benchmark's first step)."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return False
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return False
+    trim(0)
+    return True

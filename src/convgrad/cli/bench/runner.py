@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ops import cpu
+from ...ops import cpu, heap
 from .errors import max_rel_error
 from .peers import Impl, Prepared
 from .workloads import Inputs, Workload
@@ -153,7 +153,11 @@ def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: 
     # each implementation is prepared right before its untimed first run (results kept
     # for the agreement check), then warmed up: a peer's preparation must not run into
     # another's first step (torch.compile's starts compile workers that kept both cores
-    # busy: convgrad's first N3 step measured 344 ms after it, 277 ms without)
+    # busy: convgrad's first N3 step measured 344 ms after it, 277 ms without).  The
+    # heap's free memory goes back to the system before each first run: every first step
+    # page-faults its own arrays in, none inherits the memory an earlier one freed (the
+    # first to run paid for the others: N3's first step, convgrad then torch, 15,100 and
+    # 1,600 faults, 267 and 201 ms; torch first, 29,400 and 1,200, 221 and 224 ms)
     first: dict[str, dict] = {}
     for impl in impls:
         reason = impl.unsupported(w, pass_)
@@ -167,6 +171,7 @@ def run_pass(w: Workload, pass_: str, impls: Sequence[Impl], inp: Inputs, runs: 
             res.errors[name] = f"prepare failed: {_error_text(e)}"
             continue
         try:
+            heap.release_free()
             if name == "convgrad":
                 with profile() as prof:
                     t0 = time.perf_counter()
