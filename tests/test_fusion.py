@@ -719,3 +719,11 @@ def test_norm_silu_fused_runs_one_kernel_each_way_and_keeps_nan(kind, nd, channe
     model = _norm_act(kind, nd, "silu")
     model[1].register_forward_hook(lambda m, i, o: None)
     assert "silu_forward" in dict(_norm_run(model, x)[3])
+    # float64 (the reference path): the pair as two operations, as unfused, bit for bit
+    x64 = x.astype(np.float64)
+    (y, grads, _, ran), (y0, grads0, _, _) = [
+        _norm_run(_norm_act(kind, nd, "silu").to(cg.float64), x64, unfused)
+        for unfused in (False, True)]
+    assert "silu_forward" in dict(ran) and "group_norm_forward" not in dict(ran)
+    for a, b in zip([y, *grads], [y0, *grads0]):
+        np.testing.assert_array_equal(a, b)
