@@ -217,6 +217,39 @@ def test_leaves_and_compute():
         cg.compute(t, "x")
 
 
+NORMS = {
+    "group": lambda: cg.nn.GroupNorm(3, 6, dtype=np.float64),
+    "group + SiLU": lambda: cg.nn.Sequential(cg.nn.GroupNorm(2, 6, dtype=np.float64),
+                                             cg.nn.SiLU()),
+    "group + ReLU": lambda: cg.nn.Sequential(cg.nn.GroupNorm(3, 6, dtype=np.float64),
+                                             cg.nn.ReLU()),
+    "instance": lambda: cg.nn.InstanceNorm2d(6, affine=True, dtype=np.float64),
+    "layer": lambda: cg.nn.LayerNorm([6, 5, 7], dtype=np.float64),
+}
+
+
+@pytest.mark.parametrize("kind", list(NORMS))
+def test_group_instance_and_layer_norm_stay_lazy(kind):
+    """Group (with a fused-pair activation after it), instance and layer normalisation of
+    a chunked batch: lazy through forward and backward, the NumPy values and gradients
+    (the channels split into groups without merging them with the chunked positions)."""
+    layer = NORMS[kind]()
+    rng = np.random.default_rng(5)
+    for p in layer.parameters():  # weights and biases other than 1 and 0
+        p.data[...] = rng.uniform(0.5, 1.5, p.shape)
+    # a fixed projection: sum(y^2) of a normalised y hardly depends on x (its gradient is
+    # ~0, and the comparison would measure cancellation)
+    proj = cg.tensor(rng.standard_normal((3, 6, 5, 7)))
+    check_lazy_equals_numpy(lambda x: layer(x) * proj, {"x": rng.standard_normal((3, 6, 5, 7))})
+
+
+def test_batch_norm_of_a_dask_batch_is_refused_with_a_type_error():
+    t = cg.tensor(da.ones((4, 3, 5, 5), chunks=2, dtype=np.float32))
+    for layer in (cg.nn.BatchNorm2d(3), cg.nn.Sequential(cg.nn.BatchNorm2d(3), cg.nn.ReLU())):
+        with pytest.raises(TypeError, match=r"batch_norm(_relu)?: the tensor holds a dask"):
+            layer(t)
+
+
 def test_operations_that_cannot_stay_lazy_raise_type_errors():
     t = cg.tensor(da.ones((4, 4), chunks=2), requires_grad=True)
     s = t.sum()

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..arraytypes import is_dask_array
 from ..autograd import is_grad_enabled
 from ..ops import group_norm as group_kernels
 from ..ops import normalization as kernels
@@ -92,8 +93,9 @@ def _standardize_rows(x: Tensor, rows: int, eps: float, dims: tuple) -> tuple:
     """``x`` standardised over ``dims`` (its trailing elements after the first ``rows``
     groups of memory order): batch normalization, without affine, of the view
     (1, rows, rest), whose "channels" are the rows (the norm family's kernels); returns y
-    and the rows' (mean, biased variance).  An empty x takes :class:`Standardize`."""
-    if x.data.size == 0:
+    and the rows' (mean, biased variance).  An empty x takes :class:`Standardize`, and so
+    does a dask array (lazily: the view would merge dims across its chunks)."""
+    if x.data.size == 0 or is_dask_array(x.data):
         mu, var = _moments(x.data, dims)
         return Standardize.apply(x, dims=dims, eps=eps, mean=mu, var=var), (mu, var)
     stats: dict = {}
@@ -115,6 +117,7 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
     """
     fn = "batch_norm"
     x = _channels_input(fn, input)
+    x._eager(fn)  # its kernels write into arrays they allocate: a dask array is refused
     c = x.shape[1]
     eps = _number(fn, "eps", eps, low=0.0)
     momentum = _number(fn, "momentum", momentum, low=0.0)
@@ -159,6 +162,7 @@ def batch_norm_relu(input: Any, running_mean: Any, running_var: Any, weight: Any
     where the compiled loops normalise; elsewhere it runs as its own operation."""
     fn = "batch_norm_relu"
     x = _channels_input(fn, input)
+    x._eager(fn)
     c = x.shape[1]
     eps = _number(fn, "eps", eps, low=0.0)
     momentum = _number(fn, "momentum", momentum, low=0.0)
@@ -282,8 +286,13 @@ def _group_norm(fn: str, input: Any, num_groups: int, weight: Any, bias: Any, ep
     if group_kernels.available(x.data):  # one kernel each way, in x's layout
         return _group_norm_function(activation).apply(x, weight, bias, groups=int(num_groups),
                                                       eps=eps, activation=activation)
-    grouped = x.reshape(n, int(num_groups), x.data.size // max(n * num_groups, 1))
-    y = _standardize_rows(grouped, n * int(num_groups), eps, (2,))[0].reshape(x.shape)
+    groups = int(num_groups)
+    if is_dask_array(x.data):  # split the channels only: dask cannot merge them with the
+        grouped = x.reshape(n, groups, c // groups, *x.shape[2:])  # positions across chunks
+        dims = tuple(range(2, grouped.ndim))
+    else:
+        grouped, dims = x.reshape(n, groups, x.data.size // max(n * groups, 1)), (2,)
+    y = _standardize_rows(grouped, n * groups, eps, dims)[0].reshape(x.shape)
     return _activation(_affine(y, weight, bias, (1, c) + (1,) * (x.ndim - 2)), activation)
 
 

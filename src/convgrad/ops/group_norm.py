@@ -62,9 +62,11 @@ def _act(activation: float | str | None) -> tuple[int, np.float32, type | None]:
 
 
 def available(x: np.ndarray) -> bool:
-    """Whether the compiled kernels run ``x``: float32, (N, C, *) with spatial dims,
-    C-contiguous or channels-last, not empty, Numba loaded, the family not pinned away."""
-    return (x.dtype == _F32 and x.ndim >= 3 and x.size > 0 and NORM.pinned() in (None, "numba")
+    """Whether the compiled kernels run ``x``: a float32 ndarray (a dask array takes the
+    reference, which stays lazy), (N, C, *) with spatial dims, C-contiguous or
+    channels-last, not empty, Numba loaded, the family not pinned away."""
+    return (type(x) is np.ndarray and x.dtype == _F32 and x.ndim >= 3 and x.size > 0
+            and NORM.pinned() in (None, "numba")
             and (x.flags.c_contiguous or layouts.is_channels_last(x)) and loops() is not None)
 
 

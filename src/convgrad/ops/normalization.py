@@ -53,8 +53,9 @@ def _channels_last(x: np.ndarray) -> bool | None:
 def _plan(pass_name: str, x: np.ndarray, flags: int, eps: float) -> NormPlan | None:
     """The oneDNN plan for this call, or None: the NumPy reference runs it."""
     pinned = NORM.pinned()
-    if pinned in ("numpy", "chunked") or x.dtype != _F32 or x.ndim < 2:
-        return None
+    if (pinned in ("numpy", "chunked") or type(x) is not np.ndarray or x.dtype != _F32
+            or x.ndim < 2):
+        return None  # (a dask array: the reference keeps it lazy)
     layout = _channels_last(x)
     if layout is None:  # a strided view: the reference reads it as it is
         return None
@@ -247,11 +248,13 @@ class _Chunks:
 
 def _chunks(x: np.ndarray) -> _Chunks | None:
     """The chunked kernels' cut of ``x``, or None: the reference runs it (float64 and
-    other dtypes, strided views, or ``prefer("numpy")``).  Its ``loops`` are the compiled
-    passes (:mod:`.norm_loops`, algorithm ``numba``) where Numba is installed, unless
-    ``prefer("chunked")`` pins the NumPy passes; its ``algorithm`` says which."""
+    other dtypes, strided views, dask arrays (NumPy's functions keep them lazy), or
+    ``prefer("numpy")``).  Its ``loops`` are the compiled passes (:mod:`.norm_loops`,
+    algorithm ``numba``) where Numba is installed, unless ``prefer("chunked")`` pins the
+    NumPy passes; its ``algorithm`` says which."""
     pinned = NORM.pinned()
-    if pinned == "numpy" or x.dtype != _F32 or x.ndim < 2 or x.size == 0:
+    if (pinned == "numpy" or type(x) is not np.ndarray or x.dtype != _F32 or x.ndim < 2
+            or x.size == 0):
         return None
     if x.flags.c_contiguous:
         rows = x.size == x.shape[0] * x.shape[1]  # no spatial dims: rows
