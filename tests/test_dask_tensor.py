@@ -243,6 +243,31 @@ def test_group_instance_and_layer_norm_stay_lazy(kind):
     check_lazy_equals_numpy(lambda x: layer(x) * proj, {"x": rng.standard_normal((3, 6, 5, 7))})
 
 
+@pytest.mark.parametrize("mode, align, shape", [
+    ("nearest", None, (2, 3, 5, 7)), ("bilinear", False, (2, 3, 5, 7)),
+    ("bilinear", True, (2, 3, 5, 7)), ("trilinear", False, (2, 2, 4, 3, 5))])
+def test_upsampling_stays_lazy(mode, align, shape):
+    """Nearest, bilinear and trilinear upsampling (a U-Net's decoder) of a chunked batch:
+    each axis's taps gathered along it lazily, the NumPy values and gradients."""
+    rng = np.random.default_rng(6)
+    proj = cg.tensor(rng.standard_normal((*shape[:2], *(2 * n + 1 for n in shape[2:]))))
+
+    def fn(x):
+        kw = {} if align is None else {"align_corners": align}
+        y = F.interpolate(x, size=tuple(2 * n + 1 for n in shape[2:]), mode=mode, **kw)
+        return y * proj
+
+    check_lazy_equals_numpy(fn, {"x": rng.standard_normal(shape)})
+
+
+def test_max_pooling_of_a_dask_batch_is_refused_with_a_type_error():
+    t = cg.tensor(da.ones((2, 3, 6, 6), chunks=3))
+    for op in (lambda: F.max_pool2d(t, 2), lambda: F.adaptive_max_pool2d(t, 3),
+               lambda: cg.nn.MaxPool2d(2)(t)):
+        with pytest.raises(TypeError, match=r"max_pool.*holds a dask array|MaxPool2d: the"):
+            op()
+
+
 def test_batch_norm_of_a_dask_batch_is_refused_with_a_type_error():
     t = cg.tensor(da.ones((4, 3, 5, 5), chunks=2, dtype=np.float32))
     for layer in (cg.nn.BatchNorm2d(3), cg.nn.Sequential(cg.nn.BatchNorm2d(3), cg.nn.ReLU())):

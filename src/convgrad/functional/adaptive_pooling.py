@@ -109,6 +109,7 @@ def adaptive_avg_pool3d(input: Any, output_size: Any) -> Tensor:
 
 def _adaptive_max(fn: str, nd: int, input: Any, output_size: Any, return_indices: Any) -> Any:
     x, unbatched = pool_input(fn, input, nd)
+    x._eager(fn)  # max pooling's winners are picked in place: a dask array is refused
     spatial = x.shape[2:]
     out = output_size_arg(fn, output_size, spatial)
     check_output_size(fn, x, out)

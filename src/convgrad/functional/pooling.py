@@ -170,6 +170,7 @@ def flat_gather(x: Tensor, flat: np.ndarray) -> Tensor:
 def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
               dilation: Any, ceil_mode: Any, return_indices: Any) -> Any:
     x, unbatched = pool_input(fn, input, nd)
+    x._eager(fn)  # its winners are picked in place: a dask array is refused
     k, s, p, d, out = _window_args(fn, x, nd, kernel_size, stride, padding, dilation,
                                    ceil_mode)
     spatial = x.shape[2:]

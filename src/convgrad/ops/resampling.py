@@ -14,6 +14,7 @@ profiler event.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -265,6 +266,8 @@ def axis_map(x: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray | N
     (16, 64, 64, 64): 105 ms forward and backward, torch 9.8)."""
     with RESAMPLE.record("axis_map", x.shape) as rec:
         rec.algorithm = choose_axis_map(x, axis)
+        if type(x) is not np.ndarray:  # a dask array: the taps along the logical axis,
+            return _lazy_taps(x, axis, index, weight)  # lazily (no view of its memory)
         if rec.algorithm == "dense":
             return np.matmul(x, dense_as(x.dtype).T)
         order = layouts.memory_order(x)
@@ -287,6 +290,20 @@ def axis_map(x: np.ndarray, axis: int, index: np.ndarray, weight: np.ndarray | N
         shape = [x.shape[d] for d in order]
         shape[order.index(axis)] = index.shape[0]
         return out.reshape(shape).transpose(np.argsort(order))
+
+
+def _lazy_taps(x: Any, axis: int, index: np.ndarray, weight: np.ndarray | None) -> Any:
+    """:func:`axis_map` of a dask array: each tap a ``take`` along ``axis`` (any chunks),
+    weighted and summed as the NumPy taps are, so the values are theirs."""
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    out = None
+    for t in range(index.shape[1]):
+        part = np.take(x, index[:, t], axis=axis)
+        if weight is not None:
+            part = part * weight[:, t].astype(x.dtype).reshape(shape)
+        out = part if out is None else out + part
+    return out
 
 
 def _compiled_taps(view: np.ndarray, index: np.ndarray, weight: np.ndarray | None
