@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .activation import leaky_relu, log_softmax, relu, sigmoid, softmax, tanh
+from .activation import leaky_relu, log_softmax, relu, sigmoid, softmax, softmin, tanh
 from .adaptive_pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
@@ -28,10 +28,31 @@ from .loss import cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss, smooth
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .one_hot import one_hot
 from .padding import pad
-from .piecewise_activation import hardswish, hardtanh, mish, prelu, relu6
+from .piecewise_activation import (
+    hardshrink,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    mish,
+    prelu,
+    relu6,
+    softshrink,
+    threshold,
+)
 from .pixel_shuffle import pixel_shuffle, pixel_unshuffle
 from .pooling import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
-from .smooth_activation import elu, gelu, logsigmoid, silu, softplus
+from .smooth_activation import (
+    celu,
+    elu,
+    gelu,
+    glu,
+    logsigmoid,
+    selu,
+    silu,
+    softplus,
+    softsign,
+    tanhshrink,
+)
 from .unfold import fold, unfold
 
 __all__ = [
@@ -48,5 +69,6 @@ __all__ = [
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "nll_loss", "cross_entropy",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "one_hot",
     "hardswish", "hardtanh", "mish", "prelu", "relu6", "unfold", "fold", "affine_grid",
-    "grid_sample",
+    "grid_sample", "softmin", "selu", "celu", "softsign", "tanhshrink", "glu", "hardsigmoid",
+    "threshold", "hardshrink", "softshrink",
 ]

@@ -8,7 +8,7 @@ from ..tensor import Tensor, args, as_tensor
 from ..tensor.elementwise import LeakyReLU
 from ..tensor.reduce import LogSoftmax, Softmax
 
-__all__ = ["leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "tanh"]
+__all__ = ["leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softmin", "tanh"]
 
 
 def relu(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002 (torch's names)
@@ -60,3 +60,9 @@ def log_softmax(input: Any, dim: int | None = None, *, axis: int | None = None  
                 ) -> Tensor:
     """x - logsumexp(x) along ``dim`` (computed stably)."""
     return _along(LogSoftmax, "log_softmax", input, dim, axis)
+
+
+def softmin(input: Any, dim: int | None = None, *, axis: int | None = None  # noqa: A002
+            ) -> Tensor:
+    """``softmax(-x)`` along ``dim``."""
+    return softmax(-as_tensor(input)._floating(), dim, axis=axis)

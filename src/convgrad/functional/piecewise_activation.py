@@ -1,6 +1,8 @@
 """Piecewise activations of ``torch.nn.functional``: ``hardtanh``, ``relu6``,
-``hardswish``, ``mish`` and ``prelu``, each made of differentiable Tensor operations
-(so their gradients are those operations')."""
+``hardswish``, ``mish``, ``prelu``, ``hardsigmoid``, ``threshold``, ``hardshrink`` and
+``softshrink``, each made of differentiable Tensor operations (so their gradients are
+those operations').  A NaN input gives NaN, as torch's; each piece's test is torch's, so
+a value on a boundary takes torch's piece (and its gradient)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from ..tensor.activation import Hardswish
 from .layer_input import layer_input
 from .smooth_activation import _real, softplus
 
-__all__ = ["hardswish", "hardtanh", "mish", "prelu", "relu6"]
+__all__ = ["hardshrink", "hardsigmoid", "hardswish", "hardtanh", "mish", "prelu", "relu6",
+           "softshrink", "threshold"]
 
 
 def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -55,3 +58,43 @@ def prelu(input: Any, weight: Any) -> Tensor:  # noqa: A002
     elif w.ndim:
         w = w.reshape(())
     return where(x.data > 0, x, w * x)
+
+
+def hardsigmoid(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``(x + 3) / 6`` on ``(-3, 3)``, 0 below, 1 above."""
+    x = as_tensor(input)._floating()
+    d = x.data
+    inside = ~((d <= -3) | (d >= 3))  # NaN inside: (NaN + 3) / 6 is NaN, as torch's
+    return where(inside, (x + 3.0) / 6.0, (d >= 3).astype(d.dtype))
+
+
+def threshold(input: Any, threshold: float, value: float,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """``x`` where ``x > threshold``, else ``value``."""
+    t = _real("threshold", "threshold", threshold)
+    v = _real("threshold", "value", value)
+    x = as_tensor(input)._floating()
+    return where(~(x.data <= t), x, np.asarray(v, x.dtype))  # NaN kept, as torch's
+
+
+def _lambd(fn: str, lambd: Any) -> float:
+    lambd = _real(fn, "lambd", lambd)
+    if lambd < 0:
+        raise ValueError(f"{fn}: lambd={lambd} must be >= 0")
+    return lambd
+
+
+def hardshrink(input: Any, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """``x`` where ``|x| > lambd``, else 0."""
+    lambd = _real("hardshrink", "lambd", lambd)
+    x = as_tensor(input)._floating()
+    d = x.data
+    return where(~((d >= -lambd) & (d <= lambd)), x, np.zeros((), d.dtype))
+
+
+def softshrink(input: Any, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+    lambd = _lambd("softshrink", lambd)
+    x = as_tensor(input)._floating()
+    d = x.data
+    return where(d > lambd, x - lambd, where(d < -lambd, x + lambd, x * 0.0))

@@ -4,16 +4,29 @@ from __future__ import annotations
 
 from . import functional, init, modules, parallel, utils
 from .activation import (
+    CELU,
     ELU,
     GELU,
+    GLU,
+    SELU,
+    Hardshrink,
+    Hardsigmoid,
     Hardswish,
     Hardtanh,
+    LogSigmoid,
+    LogSoftmax,
     Mish,
     PReLU,
     ReLU6,
     SiLU,
     Softmax,
+    Softmax2d,
+    Softmin,
     Softplus,
+    Softshrink,
+    Softsign,
+    Tanhshrink,
+    Threshold,
 )
 from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -77,7 +90,9 @@ __all__ = [
     "utils", "ModuleList", "ModuleDict",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Linear", "Identity", "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Flatten",
-    "GELU", "SiLU", "ELU", "Softplus", "Softmax",
+    "GELU", "SiLU", "ELU", "Softplus", "Softmax", "Softmin", "LogSoftmax", "Softmax2d",
+    "SELU", "CELU", "Softsign", "Tanhshrink", "LogSigmoid", "GLU", "Hardsigmoid",
+    "Threshold", "Hardshrink", "Softshrink",
     "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
     "InstanceNorm3d", "GroupNorm", "LayerNorm",
     "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",

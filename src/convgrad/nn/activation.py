@@ -1,6 +1,8 @@
-"""Smooth activation layers and ``Softmax``: ``GELU``, ``SiLU``, ``ELU``, ``Softplus``,
-``Softmax``; piecewise ones: ``Hardtanh``, ``ReLU6``, ``Hardswish``, ``Mish``, ``PReLU``
-(arguments and ``repr`` as ``torch.nn``)."""
+"""Activation layers (arguments and ``repr`` as ``torch.nn``): smooth ones, ``GELU``,
+``SiLU``, ``ELU``, ``Softplus``, ``SELU``, ``CELU``, ``Softsign``, ``Tanhshrink``,
+``LogSigmoid``, ``GLU``; piecewise ones, ``Hardtanh``, ``ReLU6``, ``Hardswish``, ``Mish``,
+``PReLU``, ``Hardsigmoid``, ``Threshold``, ``Hardshrink``, ``Softshrink``; and along a dim,
+``Softmax``, ``Softmin``, ``LogSoftmax``, ``Softmax2d``."""
 
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ from ..tensor import Tensor, as_tensor
 from ..tensor.args import check_dtype
 from .module import Module, Parameter
 
-__all__ = ["ELU", "GELU", "Hardswish", "Hardtanh", "Mish", "PReLU", "ReLU6", "SiLU", "Softmax",
-           "Softplus"]
+__all__ = ["CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+           "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU6", "SELU", "SiLU", "Softmax",
+           "Softmax2d", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanhshrink",
+           "Threshold"]
 
 
 class GELU(Module):
@@ -92,6 +96,8 @@ class Softmax(Module):
     """``exp(x) / sum(exp(x))`` along ``dim``.  ``dim=None`` picks torch's legacy default
     (0 for 0-, 1- and 3-d input, else 1) with a warning."""
 
+    _along = staticmethod(Fa.softmax)
+
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
@@ -100,13 +106,154 @@ class Softmax(Module):
         x = as_tensor(input)
         dim = self.dim
         if dim is None:
-            warnings.warn("Softmax: dim=None picks a dim from the input's rank; pass dim",
-                          stacklevel=2)
+            warnings.warn(f"{type(self).__name__}: dim=None picks a dim from the input's "
+                          "rank; pass dim", stacklevel=2)
             dim = 0 if x.ndim in (0, 1, 3) else 1
-        return Fa.softmax(x, dim)
+        return self._along(x, dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmin(Softmax):
+    """``softmax(-x)`` along ``dim`` (``dim=None`` as :class:`Softmax`)."""
+
+    _along = staticmethod(Fa.softmin)
+
+
+class LogSoftmax(Softmax):
+    """``x - logsumexp(x)`` along ``dim`` (``dim=None`` as :class:`Softmax`)."""
+
+    _along = staticmethod(Fa.log_softmax)
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of ``(N, C, H, W)`` or ``(C, H, W)`` input."""
+
+    def forward(self, input: Any) -> Tensor:
+        x = as_tensor(input)
+        if x.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: input of shape {x.shape} must be (N, C, H, W) or "
+                             "(C, H, W)")
+        return Fa.softmax(x, -3)
+
+
+class _Elementwise(Module):
+    """An activation with no arguments: ``forward`` is the functional form ``_fn``."""
+
+    _fn: Any = None
+
+    def forward(self, input: Any) -> Tensor:
+        return type(self)._fn(input)
+
+
+class Softsign(_Elementwise):
+    """``x / (1 + |x|)``."""
+
+    _fn = staticmethod(Fs.softsign)
+
+
+class Tanhshrink(_Elementwise):
+    """``x - tanh(x)``."""
+
+    _fn = staticmethod(Fs.tanhshrink)
+
+
+class LogSigmoid(_Elementwise):
+    """``log(sigmoid(x))``, without overflow."""
+
+    _fn = staticmethod(Fs.logsigmoid)
+
+
+class _InPlaceFlag(_Elementwise):
+    """An activation with torch's ``inplace`` flag (accepted; the result is new)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class SELU(_InPlaceFlag):
+    """``scale * elu(x, alpha)`` with SELU's constants."""
+
+    _fn = staticmethod(Fs.selu)
+
+
+class Hardsigmoid(_InPlaceFlag):
+    """``(x + 3) / 6`` on ``(-3, 3)``, 0 below, 1 above."""
+
+    _fn = staticmethod(Fp.hardsigmoid)
+
+
+class CELU(Module):
+    """``x`` where positive, else ``alpha (e^(x / alpha) - 1)``."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        Fs.celu(as_tensor(0.0), alpha)  # checks alpha now
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input: Any) -> Tensor:
+        return Fs.celu(input, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class GLU(Module):
+    """``a * sigmoid(b)`` of the halves ``a``, ``b`` of the input along ``dim``."""
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Any) -> Tensor:
+        return Fs.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Threshold(Module):
+    """``x`` where ``x > threshold``, else ``value``."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
+        super().__init__()
+        Fp.threshold(as_tensor(0.0), threshold, value)  # checks the arguments now
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input: Any) -> Tensor:
+        return Fp.threshold(input, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return (f"threshold={self.threshold}, value={self.value}"
+                + (", inplace=True" if self.inplace else ""))
+
+
+class Hardshrink(Module):
+    """``x`` where ``|x| > lambd``, else 0."""
+
+    _fn = staticmethod(Fp.hardshrink)
+
+    def __init__(self, lambd: float = 0.5) -> None:
+        super().__init__()
+        type(self)._fn(as_tensor(0.0), lambd)  # checks lambd now
+        self.lambd = lambd
+
+    def forward(self, input: Any) -> Tensor:
+        return type(self)._fn(input, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """``x - lambd`` above ``lambd``, ``x + lambd`` below ``-lambd``, else 0."""
+
+    _fn = staticmethod(Fp.softshrink)
 
 
 class Hardtanh(Module):
