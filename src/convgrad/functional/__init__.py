@@ -21,7 +21,9 @@ from .conv import (
     conv_transpose2d,
     conv_transpose3d,
 )
+from .distance import cosine_similarity, pairwise_distance
 from .dropout import dropout, dropout1d, dropout2d, dropout3d
+from .embedding import embedding
 from .grid_sample import affine_grid, grid_sample
 from .interpolate import interpolate
 from .loss import cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss
@@ -70,5 +72,6 @@ __all__ = [
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "one_hot",
     "hardswish", "hardtanh", "mish", "prelu", "relu6", "unfold", "fold", "affine_grid",
     "grid_sample", "softmin", "selu", "celu", "softsign", "tanhshrink", "glu", "hardsigmoid",
-    "threshold", "hardshrink", "softshrink",
+    "threshold", "hardshrink", "softshrink", "embedding", "cosine_similarity",
+    "pairwise_distance",
 ]

@@ -31,7 +31,19 @@ from .activation import (
 from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from .layers import Flatten, Fold, Identity, LeakyReLU, Linear, ReLU, Sigmoid, Tanh, Unfold
+from .embedding import CosineSimilarity, Embedding, PairwiseDistance
+from .layers import (
+    Flatten,
+    Fold,
+    Identity,
+    LeakyReLU,
+    Linear,
+    ReLU,
+    Sigmoid,
+    Tanh,
+    Unflatten,
+    Unfold,
+)
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -81,7 +93,13 @@ from .pooling import (
     MaxPool2d,
     MaxPool3d,
 )
-from .resampling import PixelShuffle, PixelUnshuffle, Upsample
+from .resampling import (
+    PixelShuffle,
+    PixelUnshuffle,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 from .state import IncompatibleKeys
 
 __all__ = [
@@ -99,7 +117,8 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d",
-    "Upsample", "PixelShuffle", "PixelUnshuffle",
+    "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
+    "PixelUnshuffle", "Unflatten", "Embedding", "CosineSimilarity", "PairwiseDistance",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
     "BCELoss", "BCEWithLogitsLoss",
     "Hardswish", "Hardtanh", "Mish", "PReLU", "ReLU6",

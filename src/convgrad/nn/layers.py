@@ -25,7 +25,7 @@ from .conv import _positive_int
 from .module import Module, Parameter
 
 __all__ = ["Flatten", "Fold", "Identity", "LeakyReLU", "Linear", "ReLU", "Sigmoid", "Tanh",
-           "Unfold"]
+           "Unflatten", "Unfold"]
 
 
 class Identity(Module):
@@ -141,6 +141,44 @@ class Flatten(Module):
 
     def extra_repr(self) -> str:
         return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Dim ``dim`` reshaped to ``unflattened_size`` (the inverse of :class:`Flatten`; one
+    entry may be -1, inferred)."""
+
+    def __init__(self, dim: int, unflattened_size: Any) -> None:
+        super().__init__()
+        fn = "Unflatten"
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise TypeError(f"{fn}: dim={dim!r} must be an int")
+        try:
+            size = tuple(unflattened_size)
+        except TypeError:
+            raise TypeError(f"{fn}: unflattened_size={unflattened_size!r} must be a tuple of "
+                            "ints") from None
+        if (not size or any(isinstance(n, bool) or not isinstance(n, int) for n in size)
+                or any(n < -1 for n in size) or sum(n == -1 for n in size) > 1):
+            raise ValueError(f"{fn}: unflattened_size={unflattened_size!r} must be a non-empty "
+                             "tuple of ints >= 0, at most one of them -1")
+        self.dim, self.unflattened_size = dim, size
+
+    def forward(self, input: Any) -> Tensor:
+        x = as_tensor(input)
+        fn, size = "Unflatten", self.unflattened_size
+        if not -x.ndim <= self.dim < x.ndim:
+            raise ValueError(f"{fn}: dim={self.dim} is out of range for an input of shape "
+                             f"{x.shape}")
+        d = self.dim % x.ndim
+        n, known = x.shape[d], math.prod(k for k in size if k != -1)
+        if (n != known if -1 not in size else known == 0 or n % known):
+            raise ValueError(f"{fn}: unflattened_size={size} does not fit dim {self.dim} of "
+                             f"size {n} (input shape {x.shape})")
+        size = tuple(n // known if k == -1 else k for k in size)
+        return x.reshape(x.shape[:d] + size + x.shape[d + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
 
 
 class Unfold(Module):

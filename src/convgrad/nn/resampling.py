@@ -11,7 +11,8 @@ from ..ops import jit
 from ..tensor import Tensor
 from .module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle", "Upsample"]
+__all__ = ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
+           "UpsamplingNearest2d"]
 
 
 class Upsample(Module):
@@ -50,6 +51,22 @@ class Upsample(Module):
         info = (f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None
                 else f"size={self.size!r}")
         return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """``Upsample(size, scale_factor, mode="nearest")`` of ``(N, C, H, W)`` input (torch's
+    older name)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """``Upsample(size, scale_factor, mode="bilinear", align_corners=True)`` of
+    ``(N, C, H, W)`` input (torch's older name; its corners aligned)."""
+
+    def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class PixelShuffle(Module):

@@ -1,0 +1,192 @@
+"""Embedding, CosineSimilarity, PairwiseDistance, Unflatten, UpsamplingNearest2d and
+UpsamplingBilinear2d against torch.
+
+Oracle: torch float64.  float32 values and gradients are within twice torch float32's
+error on the same values (max-norm, relative to the exact result's largest magnitude);
+lookups and reshapes are exact; ``repr``, in-place renormalisation (``max_norm``) and the
+errors for bad arguments as torch's.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import convgrad as cg
+import convgrad.functional as F
+
+RNG = np.random.default_rng(13)
+
+
+def _within_twice_torchs_error(ours, exact, theirs):
+    scale = max(float(np.abs(exact).max()), 1e-30)
+    err = float(np.abs(np.asarray(ours, np.float64) - exact).max()) / scale
+    torch_err = float(np.abs(theirs - exact).max()) / scale
+    assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+
+
+# ----------------------------------------------------------------------------- Embedding
+@pytest.mark.parametrize("padding_idx", [None, 3, -1])
+def test_embedding_lookup_and_weight_gradient(padding_idx):
+    """Repeated indices sum their gradients into one row; the padding row's entries give
+    it none (torch's rule), whatever the row holds."""
+    w = RNG.standard_normal((12, 5)).astype(np.float32)
+    idx = RNG.integers(0, 12, (4, 7))
+    idx[0, :3] = 11  # repeats, and the last row (padding_idx -1)
+    idx[1, 2] = 3
+    g = RNG.standard_normal((4, 7, 5)).astype(np.float32)
+    layer = cg.nn.Embedding.from_pretrained(w, freeze=False, padding_idx=padding_idx)
+    y = layer(idx)
+    (y * cg.tensor(g)).sum().backward()
+    out = {}
+    for dtype in (torch.float64, torch.float32):
+        tl = torch.nn.Embedding.from_pretrained(torch.tensor(w, dtype=dtype), freeze=False,
+                                                padding_idx=padding_idx)
+        ty = tl(torch.from_numpy(idx))
+        (ty * torch.tensor(g, dtype=dtype)).sum().backward()
+        out[dtype] = (ty.detach().double().numpy(), tl.weight.grad.double().numpy())
+    np.testing.assert_array_equal(y.numpy(), out[torch.float32][0])
+    _within_twice_torchs_error(layer.weight.grad.numpy(), out[torch.float64][1],
+                               out[torch.float32][1])
+    if padding_idx is not None:
+        assert not layer.weight.grad.numpy()[padding_idx % 12].any()
+
+
+def test_embedding_initialisation_repr_and_freeze():
+    e = cg.nn.Embedding(10, 4, padding_idx=2, rng=0)
+    assert e.weight.shape == (10, 4) and e.weight.dtype == np.float32
+    assert not e.weight.numpy()[2].any() and e.weight.numpy()[np.arange(10) != 2].std() > 0.5
+    assert repr(e) == repr(torch.nn.Embedding(10, 4, padding_idx=2))
+    frozen = cg.nn.Embedding.from_pretrained(np.ones((3, 2)))
+    assert not frozen.weight.requires_grad and frozen.weight.dtype == np.float64
+    assert repr(cg.nn.Embedding(5, 2, max_norm=1.5, norm_type=1.0)) == repr(
+        torch.nn.Embedding(5, 2, max_norm=1.5, norm_type=1.0))
+
+
+@pytest.mark.parametrize("norm_type", [2.0, 1.0])
+def test_embedding_max_norm_renormalises_the_rows_looked_up_in_place(norm_type):
+    w = (RNG.standard_normal((8, 3)) * 3).astype(np.float32)
+    idx = np.array([[1, 4, 4], [6, 1, 0]])
+    layer = cg.nn.Embedding.from_pretrained(w.copy(), freeze=False, max_norm=1.0,
+                                            norm_type=norm_type)
+    tl = torch.nn.Embedding.from_pretrained(torch.tensor(w), freeze=False, max_norm=1.0,
+                                            norm_type=norm_type)
+    y, ty = layer(idx), tl(torch.from_numpy(idx))
+    np.testing.assert_allclose(layer.weight.numpy(), tl.weight.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(y.numpy(), ty.detach().numpy(), rtol=1e-6)
+    untouched = [2, 3, 5, 7]
+    np.testing.assert_array_equal(layer.weight.numpy()[untouched], w[untouched])
+
+
+def test_embedding_bad_arguments():
+    w = cg.tensor(np.ones((5, 2), np.float32))
+    with pytest.raises(IndexError, match=r"embedding: index 5 is out of range for a table of "
+                                         r"5 rows"):
+        F.embedding(np.array([1, 5]), w)
+    with pytest.raises(TypeError, match=r"embedding: input of dtype float32 must hold "
+                                        r"integer indices"):
+        F.embedding(np.array([1.0], np.float32), w)
+    with pytest.raises(ValueError, match=r"sparse=True .* not supported"):
+        F.embedding(np.array([1]), w, sparse=True)
+    with pytest.raises(ValueError, match=r"Embedding: padding_idx=7 must be in \[-5, 4\]"):
+        cg.nn.Embedding(5, 2, padding_idx=7)
+    with pytest.raises(ValueError, match=r"Embedding: scale_grad_by_freq=True"):
+        cg.nn.Embedding(5, 2, scale_grad_by_freq=True)
+
+
+# ----------------------------------------------------------------------------- distances
+@pytest.mark.parametrize("shapes, dim", [(((6, 8), (6, 8)), 1), (((3, 5, 4), (1, 5, 4)), 1),
+                                         (((3, 5, 4), (3, 5, 4)), -1)])
+def test_cosine_similarity(shapes, dim):
+    a, b = (RNG.standard_normal(s).astype(np.float32) for s in shapes)
+    _check_pair(lambda x, y, lib: lib.cosine_similarity(x, y, dim), a, b)
+    assert repr(cg.nn.CosineSimilarity(dim)) == repr(torch.nn.CosineSimilarity(dim))
+
+
+@pytest.mark.parametrize("p", [2.0, 1.0, 3.0, float("inf")])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_pairwise_distance(p, keepdim):
+    a, b = (RNG.standard_normal((7, 9)).astype(np.float32) for _ in range(2))
+    _check_pair(lambda x, y, lib: lib.pairwise_distance(x, y, p, keepdim=keepdim), a, b)
+    layer = cg.nn.PairwiseDistance(p, keepdim=keepdim)
+    np.testing.assert_array_equal(layer(cg.tensor(a), cg.tensor(b)).numpy(),
+                                  F.pairwise_distance(cg.tensor(a), cg.tensor(b), p,
+                                                      keepdim=keepdim).numpy())
+
+
+def _check_pair(f, a, b):
+    """``f`` of float32 tensors (value, gradients of a weighted sum) within twice torch
+    float32's error of torch float64's."""
+    x, y = cg.tensor(a, requires_grad=True), cg.tensor(b, requires_grad=True)
+    out = f(x, y, F)
+    g = RNG.standard_normal(out.shape).astype(np.float32)
+    (out * cg.tensor(g)).sum().backward()
+    ref = {}
+    for dtype in (torch.float64, torch.float32):
+        tx = torch.tensor(a, dtype=dtype, requires_grad=True)
+        ty = torch.tensor(b, dtype=dtype, requires_grad=True)
+        to = f(tx, ty, torch.nn.functional)
+        (to * torch.tensor(g, dtype=dtype)).sum().backward()
+        ref[dtype] = [t.detach().double().numpy() for t in (to, tx.grad, ty.grad)]
+    assert out.shape == tuple(ref[torch.float64][0].shape) and out.dtype == np.float32
+    for ours, exact, theirs in zip((out.numpy(), x.grad.numpy(), y.grad.numpy()),
+                                   ref[torch.float64], ref[torch.float32]):
+        _within_twice_torchs_error(ours, exact, theirs)
+
+
+def test_distance_bad_arguments():
+    a = cg.tensor(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"cosine_similarity: x1 of shape \(2, 3\) and x2 of "
+                                         r"shape \(4,\) do not broadcast"):
+        F.cosine_similarity(a, cg.tensor(np.ones(4, np.float32)))
+    with pytest.raises(ValueError, match=r"cosine_similarity: dim=2 must be an int in"):
+        F.cosine_similarity(a, a, 2)
+    with pytest.raises(ValueError, match=r"pairwise_distance: p=-1.0 must be > 0"):
+        F.pairwise_distance(a, a, -1.0)
+
+
+# ----------------------------------------------------------------------------- reshaping
+@pytest.mark.parametrize("dim, size", [(1, (2, 5)), (-1, (3, -1)), (1, (-1, 1, 2))])
+def test_unflatten(dim, size):
+    a = RNG.standard_normal((4, 10, 6)).astype(np.float32) if dim == 1 else \
+        RNG.standard_normal((4, 12)).astype(np.float32)
+    layer, tl = cg.nn.Unflatten(dim, size), torch.nn.Unflatten(dim, size)
+    x = cg.tensor(a, requires_grad=True)
+    y, ty = layer(x), tl(torch.from_numpy(a))
+    np.testing.assert_array_equal(y.numpy(), ty.numpy())
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.ones_like(a))
+    assert repr(layer) == repr(tl)
+
+
+def test_unflatten_bad_arguments():
+    with pytest.raises(ValueError, match=r"Unflatten: unflattened_size=\(3, 3\) does not fit "
+                                         r"dim 1 of size 10"):
+        cg.nn.Unflatten(1, (3, 3))(cg.tensor(np.ones((2, 10), np.float32)))
+    with pytest.raises(ValueError, match=r"at most one of them -1"):
+        cg.nn.Unflatten(1, (-1, -1))
+    with pytest.raises(TypeError, match=r"Unflatten: dim='a' must be an int"):
+        cg.nn.Unflatten("a", (2, 5))
+
+
+@pytest.mark.parametrize("name, kw", [("UpsamplingNearest2d", {"scale_factor": 2}),
+                                      ("UpsamplingNearest2d", {"size": (7, 5)}),
+                                      ("UpsamplingBilinear2d", {"scale_factor": 2}),
+                                      ("UpsamplingBilinear2d", {"size": (7, 9)})])
+def test_upsampling_layers(name, kw):
+    """torch's older upsampling layers: nearest, and bilinear with its corners aligned."""
+    a = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    layer, tl = getattr(cg.nn, name)(**kw), getattr(torch.nn, name)(**kw)
+    x = cg.tensor(a, requires_grad=True)
+    y = layer(x)
+    g = RNG.standard_normal(y.shape).astype(np.float32)
+    (y * cg.tensor(g)).sum().backward()
+    ref = {}
+    for dtype in (torch.float64, torch.float32):
+        t = torch.tensor(a, dtype=dtype, requires_grad=True)
+        ty = tl(t)
+        (ty * torch.tensor(g, dtype=dtype)).sum().backward()
+        ref[dtype] = (ty.detach().double().numpy(), t.grad.double().numpy())
+    for ours, exact, theirs in zip((y.numpy(), x.grad.numpy()), ref[torch.float64],
+                                   ref[torch.float32]):
+        _within_twice_torchs_error(ours, exact, theirs)
+    assert repr(layer) == repr(tl)
