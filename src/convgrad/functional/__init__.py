@@ -26,7 +26,15 @@ from .dropout import dropout, dropout1d, dropout2d, dropout3d
 from .embedding import embedding
 from .grid_sample import affine_grid, grid_sample
 from .interpolate import interpolate
-from .loss import cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss, smooth_l1_loss
+from .loss import (
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm
 from .one_hot import one_hot
 from .padding import pad
@@ -73,5 +81,5 @@ __all__ = [
     "hardswish", "hardtanh", "mish", "prelu", "relu6", "unfold", "fold", "affine_grid",
     "grid_sample", "softmin", "selu", "celu", "softsign", "tanhshrink", "glu", "hardsigmoid",
     "threshold", "hardshrink", "softshrink", "embedding", "cosine_similarity",
-    "pairwise_distance",
+    "pairwise_distance", "kl_div",
 ]

@@ -19,7 +19,8 @@ from ..tensor import Tensor, as_tensor, where
 from ..tensor.gather import Gather
 from .activation import log_softmax
 
-__all__ = ["cross_entropy", "huber_loss", "l1_loss", "mse_loss", "nll_loss", "smooth_l1_loss"]
+__all__ = ["cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss",
+           "smooth_l1_loss"]
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -272,3 +273,46 @@ def cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any
     else:
         smooth = reduce_loss(smooth, reduction)
     return nll * (1.0 - eps) + smooth * (eps / classes)
+
+
+KL_REDUCTIONS = ("none", "mean", "sum", "batchmean")
+
+
+def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None,  # noqa: A002
+           reduction: str = "mean", log_target: bool = False) -> Tensor:
+    """The Kullback-Leibler divergence of ``target`` from the log-probabilities ``input``:
+    ``target (log(target) - input)`` (0 where target is 0), or with ``log_target``
+    (target given as log-probabilities) ``exp(target) (target - input)``.  ``reduction``
+    as the other losses, or ``"batchmean"``: the sum over the batch's first dim's size
+    (the divergence's mathematical definition; ``"mean"`` averages over every element and
+    warns, as torch).  The target's gradient where the target is 0 is ``-input`` (torch's
+    is NaN, its ``xlogy``'s 0 / 0)."""
+    fn = "kl_div"
+    if reduction == "batchmean" and size_average is None and reduce is None:
+        red = reduction
+    else:
+        red = reduction_arg(fn, size_average, reduce, reduction)
+    if red not in KL_REDUCTIONS:  # pragma: no cover - reduction_arg refuses first
+        raise ValueError(f"{fn}: reduction={reduction!r} must be one of {KL_REDUCTIONS}")
+    if not isinstance(log_target, bool):
+        raise TypeError(f"{fn}: log_target={log_target!r} must be a bool")
+    x, t = loss_pair(fn, input, target)
+    single = x.dtype == np.float32 and t.dtype == np.float32
+    if single:  # float64, rounded once: in float32 the terms' and the sum's roundings
+        x, t = x.double(), t.double()  # gave 2.6x torch's error
+    if log_target:
+        loss = t.exp() * (t - x)
+    else:
+        positive = t.data > 0
+        tlogt = where(positive, t * where(positive, t, np.ones((), t.dtype)).log(),
+                      np.zeros((), t.dtype))
+        loss = tlogt - t * x
+    if red == "mean":
+        warnings.warn(f"{fn}: reduction='mean' divides the total loss by the batch size and "
+                      "the support size; 'batchmean' divides by the batch size only, as the "
+                      "KL divergence's definition does", stacklevel=2)
+    if red == "batchmean":
+        out = loss.sum() / (x.shape[0] if x.ndim else 1)
+    else:
+        out = reduce_loss(loss, red)
+    return out.float() if single else out

@@ -1,6 +1,6 @@
 """Loss layers with ``torch.nn``'s constructor arguments: ``MSELoss``, ``L1Loss``,
 ``SmoothL1Loss``, ``HuberLoss``, ``CrossEntropyLoss``, ``NLLLoss``, ``BCELoss``,
-``BCEWithLogitsLoss``.  Class weights and ``pos_weight`` are buffers, as in torch."""
+``BCEWithLogitsLoss``, ``KLDivLoss``.  Class weights and ``pos_weight`` are buffers, as in torch."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from ..ops import jit
 from ..tensor import Tensor
 from .module import Module
 
-__all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "L1Loss",
-           "MSELoss", "NLLLoss", "SmoothL1Loss"]
+__all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "KLDivLoss",
+           "L1Loss", "MSELoss", "NLLLoss", "SmoothL1Loss"]
 
 
 class _Loss(Module):
@@ -35,6 +35,23 @@ class MSELoss(_Loss):
 
     def forward(self, input: Any, target: Any) -> Tensor:
         return Fl.mse_loss(input, target, reduction=self.reduction)
+
+
+class KLDivLoss(Module):
+    """The Kullback-Leibler divergence (see :func:`convgrad.functional.kl_div`);
+    ``reduction`` may be ``"batchmean"``."""
+
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                 log_target: bool = False) -> None:
+        super().__init__()
+        if reduction == "batchmean" and size_average is None and reduce is None:
+            self.reduction = reduction
+        else:
+            self.reduction = Fl.reduction_arg("KLDivLoss", size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input: Any, target: Any) -> Tensor:
+        return Fl.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
 class L1Loss(_Loss):
