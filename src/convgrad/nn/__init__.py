@@ -80,6 +80,7 @@ from .padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
+from .parameter_containers import ParameterDict, ParameterList
 from .pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -106,7 +107,7 @@ from .state import IncompatibleKeys
 __all__ = [
     "functional", "init", "modules", "parallel", "Module", "Parameter", "Sequential",
     "IncompatibleKeys",
-    "utils", "ModuleList", "ModuleDict",
+    "utils", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
     "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
     "Linear", "Identity", "ReLU", "LeakyReLU", "Sigmoid", "Tanh", "Flatten",
     "GELU", "SiLU", "ELU", "Softplus", "Softmax", "Softmin", "LogSoftmax", "Softmax2d",
