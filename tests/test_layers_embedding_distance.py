@@ -230,3 +230,36 @@ def test_kl_div_bad_arguments():
         F.kl_div(a, a, reduction="avg")
     with pytest.raises(TypeError, match=r"kl_div: log_target=1 must be a bool"):
         F.kl_div(a, a, log_target=1)
+
+
+# ----------------------------------------------------------------------------- channels
+@pytest.mark.parametrize("size, alpha, beta, k", [(5, 1e-4, 0.75, 1.0), (2, 0.5, 0.6, 2.0),
+                                                  (1, 1.0, 1.0, 0.5), (9, 0.3, 0.75, 1.0)])
+def test_local_response_norm(size, alpha, beta, k):
+    """AlexNet's normalisation: even and odd windows, one wider than the channels."""
+    a = (RNG.standard_normal((2, 7, 5, 4)) * 2).astype(np.float32)
+    layer = cg.nn.LocalResponseNorm(size, alpha, beta, k)
+    tl = torch.nn.LocalResponseNorm(size, alpha, beta, k)
+    _check_pair(lambda x, y, lib: (layer if lib is F else tl)(x) * y, a,
+                RNG.standard_normal(a.shape).astype(np.float32))
+    assert repr(layer) == repr(tl)
+    with pytest.raises(ValueError, match=r"local_response_norm: size=0 must be a positive"):
+        cg.nn.LocalResponseNorm(0)
+
+
+@pytest.mark.parametrize("groups", [1, 2, 3, 6])
+def test_channel_shuffle(groups):
+    a = RNG.standard_normal((2, 6, 3, 2)).astype(np.float32)
+    x = cg.tensor(a, requires_grad=True)
+    y = cg.nn.ChannelShuffle(groups)(x)
+    np.testing.assert_array_equal(y.numpy(), torch.nn.ChannelShuffle(groups)(
+        torch.from_numpy(a)).numpy())
+    g = RNG.standard_normal(a.shape).astype(np.float32)
+    (y * cg.tensor(g)).sum().backward()
+    t = torch.tensor(a, requires_grad=True)
+    (torch.nn.functional.channel_shuffle(t, groups) * torch.from_numpy(g)).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())
+    assert repr(cg.nn.ChannelShuffle(groups)) == repr(torch.nn.ChannelShuffle(groups))
+    with pytest.raises(ValueError, match=r"channel_shuffle: input of shape \(2, 6, 3, 2\) "
+                                         r"must be .* divisible by groups=4"):
+        F.channel_shuffle(x, 4)

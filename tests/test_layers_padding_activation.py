@@ -14,6 +14,7 @@ RNG = np.random.default_rng(0)
     ("ReplicationPad1d", ((3, 1),)), ("ReplicationPad2d", (2,)), ("ReplicationPad3d", (1,)),
     ("ZeroPad1d", (2,)), ("ZeroPad2d", ((1, 0, 2, 1),)), ("ZeroPad3d", (1,)),
     ("ConstantPad1d", (2, 3.5)), ("ConstantPad2d", (1, -1.0)), ("ConstantPad3d", (1, 2.0)),
+    ("CircularPad1d", ((2, 1),)), ("CircularPad2d", ((1, 2, 0, 3),)), ("CircularPad3d", (1,)),
 ])
 def test_padding_layers_equal_torchs(name, args):
     nd = int(name[-2])

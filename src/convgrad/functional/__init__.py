@@ -26,6 +26,7 @@ from .dropout import dropout, dropout1d, dropout2d, dropout3d
 from .embedding import embedding
 from .grid_sample import affine_grid, grid_sample
 from .interpolate import interpolate
+from .local_response_norm import local_response_norm
 from .loss import (
     cross_entropy,
     huber_loss,
@@ -49,7 +50,7 @@ from .piecewise_activation import (
     softshrink,
     threshold,
 )
-from .pixel_shuffle import pixel_shuffle, pixel_unshuffle
+from .pixel_shuffle import channel_shuffle, pixel_shuffle, pixel_unshuffle
 from .pooling import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
 from .smooth_activation import (
     celu,
@@ -81,5 +82,5 @@ __all__ = [
     "hardswish", "hardtanh", "mish", "prelu", "relu6", "unfold", "fold", "affine_grid",
     "grid_sample", "softmin", "selu", "celu", "softsign", "tanhshrink", "glu", "hardsigmoid",
     "threshold", "hardshrink", "softshrink", "embedding", "cosine_similarity",
-    "pairwise_distance", "kl_div",
+    "pairwise_distance", "kl_div", "channel_shuffle", "local_response_norm",
 ]

@@ -9,7 +9,7 @@ from typing import Any
 from ..tensor import Tensor, as_tensor, lazy
 from ..tensor.shape import PixelShuffle
 
-__all__ = ["pixel_shuffle", "pixel_unshuffle"]
+__all__ = ["channel_shuffle", "pixel_shuffle", "pixel_unshuffle"]
 
 
 def _factor(fn: str, name: str, value: Any) -> int:
@@ -51,3 +51,16 @@ def pixel_unshuffle(input: Any, downscale_factor: int) -> Tensor:
     y = x.reshape(*lead, c, h // r, r, w // r, r)
     y = y.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
     return y.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input: Any, groups: int) -> Tensor:
+    """``(N, C, *) -> (N, C, *)`` with the channels of ``groups`` groups interleaved:
+    channel ``g * (C / groups) + i`` moves to ``i * groups + g`` (ShuffleNet's shuffle)."""
+    fn = "channel_shuffle"
+    x = as_tensor(input)
+    g = _factor(fn, "groups", groups)
+    if x.ndim < 3 or x.shape[1] % g:
+        raise ValueError(f"{fn}: input of shape {x.shape} must be (N, C, *) with at least "
+                         f"one spatial dim and C divisible by groups={g}")
+    n, c, *rest = x.shape
+    return x.reshape(n, g, c // g, *rest).transpose(1, 2).reshape(x.shape)

@@ -65,8 +65,12 @@ from .normalization import (
     InstanceNorm2d,
     InstanceNorm3d,
     LayerNorm,
+    LocalResponseNorm,
 )
 from .padding import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
     ConstantPad1d,
     ConstantPad2d,
     ConstantPad3d,
@@ -96,6 +100,7 @@ from .pooling import (
     MaxPool3d,
 )
 from .resampling import (
+    ChannelShuffle,
     PixelShuffle,
     PixelUnshuffle,
     Upsample,
@@ -126,5 +131,6 @@ __all__ = [
     "Hardswish", "Hardtanh", "Mish", "PReLU", "ReLU6",
     "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
     "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
-    "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Unfold", "Fold",
+    "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Unfold", "Fold", "CircularPad1d",
+    "CircularPad2d", "CircularPad3d", "ChannelShuffle", "LocalResponseNorm",
 ]

@@ -20,6 +20,7 @@ from ..devices import check_device
 from ..functional import normalization as Fn
 from ..functional.activation import leaky_relu
 from ..functional.layer_input import layer_input
+from ..functional.local_response_norm import local_response_norm
 from ..ops import jit
 from ..tensor import Tensor
 from ..tensor.args import check_dtype, flag, number
@@ -27,7 +28,7 @@ from .conv import _positive_int
 from .module import Module, Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d",
-           "InstanceNorm2d", "InstanceNorm3d", "LayerNorm"]
+           "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LocalResponseNorm"]
 
 
 def _dtype(fn: str, dtype: Any) -> np.dtype:
@@ -339,3 +340,20 @@ class LayerNorm(Module):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
+
+
+class LocalResponseNorm(Module):
+    """Each channel divided by a power of its neighbourhood's mean square (see
+    :func:`convgrad.functional.local_response_norm`)."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75,
+                 k: float = 1.0) -> None:
+        super().__init__()
+        local_response_norm(np.zeros((1, 1, 1), np.float32), size, alpha, beta, k)  # checks
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Any) -> Tensor:
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,5 +1,6 @@
 """Padding layers with torch's names and arguments: ``ReflectionPad1d/2d/3d``,
-``ReplicationPad1d/2d/3d``, ``ZeroPad1d/2d/3d``, ``ConstantPad1d/2d/3d``.
+``ReplicationPad1d/2d/3d``, ``CircularPad1d/2d/3d``, ``ZeroPad1d/2d/3d``,
+``ConstantPad1d/2d/3d``.
 
 ``padding`` is an int (every side) or one ``(left, right[, top, bottom[, front,
 back]])`` tuple, last dim first, as :func:`convgrad.functional.pad` takes it; each
@@ -15,9 +16,10 @@ from ..functional.padding import pad as _pad
 from ..tensor import Tensor
 from .module import Module
 
-__all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
-           "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
-           "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
+__all__ = ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d",
+           "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+           "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d",
+           "ZeroPad3d"]
 
 
 class _PadNd(Module):
@@ -63,6 +65,7 @@ def _layer(name: str, mode: str, nd: int, doc: str, constant: bool = False) -> t
 
 _DOCS = {"reflect": "Pad by reflecting the input at its border (the edge not repeated).",
          "replicate": "Pad by repeating the edge value.",
+         "circular": "Pad periodically (the opposite edge's values).",
          "zeros": "Pad with zeros.",
          "constant": "Pad with ``value``."}
 
@@ -72,6 +75,9 @@ ReflectionPad3d = _layer("ReflectionPad3d", "reflect", 3, _DOCS["reflect"])
 ReplicationPad1d = _layer("ReplicationPad1d", "replicate", 1, _DOCS["replicate"])
 ReplicationPad2d = _layer("ReplicationPad2d", "replicate", 2, _DOCS["replicate"])
 ReplicationPad3d = _layer("ReplicationPad3d", "replicate", 3, _DOCS["replicate"])
+CircularPad1d = _layer("CircularPad1d", "circular", 1, _DOCS["circular"])
+CircularPad2d = _layer("CircularPad2d", "circular", 2, _DOCS["circular"])
+CircularPad3d = _layer("CircularPad3d", "circular", 3, _DOCS["circular"])
 ZeroPad1d = _layer("ZeroPad1d", "constant", 1, _DOCS["zeros"])
 ZeroPad2d = _layer("ZeroPad2d", "constant", 2, _DOCS["zeros"])
 ZeroPad3d = _layer("ZeroPad3d", "constant", 3, _DOCS["zeros"])

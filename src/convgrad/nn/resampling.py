@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..functional.interpolate import MODES, interpolate
-from ..functional.pixel_shuffle import _factor, pixel_shuffle, pixel_unshuffle
+from ..functional.pixel_shuffle import _factor, channel_shuffle, pixel_shuffle, pixel_unshuffle
 from ..ops import jit
 from ..tensor import Tensor
 from .module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle", "Upsample", "UpsamplingBilinear2d",
-           "UpsamplingNearest2d"]
+__all__ = ["ChannelShuffle", "PixelShuffle", "PixelUnshuffle", "Upsample",
+           "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
 
 class Upsample(Module):
@@ -96,3 +96,18 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """The channels of ``groups`` groups interleaved (see
+    :func:`convgrad.functional.channel_shuffle`)."""
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = _factor("ChannelShuffle", "groups", groups)
+
+    def forward(self, input: Any) -> Tensor:
+        return channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
