@@ -263,3 +263,21 @@ def test_channel_shuffle(groups):
     with pytest.raises(ValueError, match=r"channel_shuffle: input of shape \(2, 6, 3, 2\) "
                                          r"must be .* divisible by groups=4"):
         F.channel_shuffle(x, 4)
+
+
+@pytest.mark.parametrize("shape, eps, affine", [((8,), None, True), ((5, 8), 1e-5, True),
+                                                ((8,), 1e-3, False)])
+def test_rms_norm(shape, eps, affine):
+    a = (RNG.standard_normal((3, 4, 5, 8)) * 2 + 0.5).astype(np.float32)
+    layer = cg.nn.RMSNorm(shape, eps=eps, elementwise_affine=affine)
+    tl = torch.nn.RMSNorm(shape, eps=eps, elementwise_affine=affine)
+    if affine:
+        w = RNG.uniform(0.5, 1.5, shape).astype(np.float32)
+        layer.weight.data[...] = w
+        with torch.no_grad():
+            tl.weight.copy_(torch.from_numpy(w))
+    _check_pair(lambda x, y, lib: (layer if lib is F else tl)(x) * y, a,
+                RNG.standard_normal(a.shape).astype(np.float32))
+    assert repr(layer) == repr(tl)
+    with pytest.raises(ValueError, match=r"rms_norm: normalized_shape=\(7,\) must equal"):
+        F.rms_norm(cg.tensor(a), (7,))

@@ -36,7 +36,7 @@ from .loss import (
     nll_loss,
     smooth_l1_loss,
 )
-from .normalization import batch_norm, group_norm, instance_norm, layer_norm
+from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .one_hot import one_hot
 from .padding import pad
 from .piecewise_activation import (
@@ -82,5 +82,5 @@ __all__ = [
     "hardswish", "hardtanh", "mish", "prelu", "relu6", "unfold", "fold", "affine_grid",
     "grid_sample", "softmin", "selu", "celu", "softsign", "tanhshrink", "glu", "hardsigmoid",
     "threshold", "hardshrink", "softshrink", "embedding", "cosine_similarity",
-    "pairwise_distance", "kl_div", "channel_shuffle", "local_response_norm",
+    "pairwise_distance", "kl_div", "channel_shuffle", "local_response_norm", "rms_norm",
 ]

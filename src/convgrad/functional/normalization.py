@@ -36,7 +36,7 @@ from .activation import leaky_relu
 from .smooth_activation import silu
 
 __all__ = ["batch_norm", "batch_norm_relu", "group_norm", "group_norm_activation",
-           "instance_norm", "instance_norm_activation", "layer_norm"]
+           "instance_norm", "instance_norm_activation", "layer_norm", "rms_norm"]
 
 
 def _state(fn: str, name: str, value: Any, c: int) -> np.ndarray | None:
@@ -327,3 +327,26 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     rows = math.prod(x.shape[:x.ndim - k])
     y = _standardize_rows(x, rows, eps, dims)[0]
     return _affine(y, weight, bias, shape)
+
+
+def rms_norm(input: Any, normalized_shape: Any, weight: Any = None,  # noqa: A002
+             eps: float | None = None) -> Tensor:
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the last ``len(normalized_shape)`` dims,
+    which must equal ``normalized_shape``; ``eps=None`` is the dtype's machine epsilon.
+    float32 input is evaluated in float64 and rounded once."""
+    fn = "rms_norm"
+    x = as_tensor(input)._floating()
+    shape = _normalized_shape(fn, normalized_shape)
+    k = len(shape)
+    if x.ndim < k or x.shape[x.ndim - k:] != shape:
+        raise ValueError(f"{fn}: normalized_shape={shape} must equal the last {k} dims of "
+                         f"the input, whose shape is {x.shape}")
+    eps = float(np.finfo(x.dtype).eps) if eps is None else _number(fn, "eps", eps, low=0.0)
+    w = _affine_arg(fn, "weight", weight, shape)
+    single = x.dtype == np.float32
+    x64 = x.double() if single else x
+    dims = tuple(range(x.ndim - k, x.ndim))
+    y = x64 * ((x64 * x64).mean(dims, keepdim=True) + eps) ** -0.5
+    if w is not None:
+        y = y * (w.double() if single else w)
+    return y.float() if single else y

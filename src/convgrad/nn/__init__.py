@@ -66,6 +66,7 @@ from .normalization import (
     InstanceNorm3d,
     LayerNorm,
     LocalResponseNorm,
+    RMSNorm,
 )
 from .padding import (
     CircularPad1d,
@@ -133,4 +134,5 @@ __all__ = [
     "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
     "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Unfold", "Fold", "CircularPad1d",
     "CircularPad2d", "CircularPad3d", "ChannelShuffle", "LocalResponseNorm",
+    "RMSNorm",
 ]

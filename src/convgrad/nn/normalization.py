@@ -28,7 +28,7 @@ from .conv import _positive_int
 from .module import Module, Parameter
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d",
-           "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LocalResponseNorm"]
+           "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LocalResponseNorm", "RMSNorm"]
 
 
 def _dtype(fn: str, dtype: Any) -> np.dtype:
@@ -340,6 +340,32 @@ class LayerNorm(Module):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the last dims, which must equal
+    ``normalized_shape``; ``weight`` of that shape acts elementwise (no bias); ``eps=None``
+    is the input dtype's machine epsilon, as torch."""
+
+    def __init__(self, normalized_shape: Any, eps: float | None = None,
+                 elementwise_affine: bool = True, device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        fn = "RMSNorm"
+        check_device(fn, device)
+        self.normalized_shape = Fn._normalized_shape(fn, normalized_shape)
+        self.eps = None if eps is None else number(fn, "eps", eps, low=0.0)
+        self.elementwise_affine = flag(fn, "elementwise_affine", elementwise_affine)
+        if elementwise_affine:
+            self.weight = Parameter(np.ones(self.normalized_shape, _dtype(fn, dtype)))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, input: Any) -> Tensor:
+        input = layer_input("RMSNorm", input, self.weight)
+        return Fn.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
 
 
 class LocalResponseNorm(Module):
