@@ -36,6 +36,15 @@ from .loss import (
     nll_loss,
     smooth_l1_loss,
 )
+from .margin_loss import (
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multilabel_soft_margin_loss,
+    poisson_nll_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+)
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .one_hot import one_hot
 from .padding import pad
@@ -83,4 +92,6 @@ __all__ = [
     "grid_sample", "softmin", "selu", "celu", "softsign", "tanhshrink", "glu", "hardsigmoid",
     "threshold", "hardshrink", "softshrink", "embedding", "cosine_similarity",
     "pairwise_distance", "kl_div", "channel_shuffle", "local_response_norm", "rms_norm",
+    "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
 ]

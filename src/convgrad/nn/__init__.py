@@ -55,6 +55,15 @@ from .loss import (
     NLLLoss,
     SmoothL1Loss,
 )
+from .margin_loss import (
+    CosineEmbeddingLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelSoftMarginLoss,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+)
 from .module import Module, Parameter, Sequential
 from .normalization import (
     BatchNorm1d,
@@ -134,5 +143,6 @@ __all__ = [
     "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d",
     "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Unfold", "Fold", "CircularPad1d",
     "CircularPad2d", "CircularPad3d", "ChannelShuffle", "LocalResponseNorm",
-    "RMSNorm",
+    "RMSNorm", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
+    "CosineEmbeddingLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
 ]

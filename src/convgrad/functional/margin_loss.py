@@ -1,0 +1,152 @@
+"""Margin, embedding and count losses with ``torch.nn.functional``'s signatures:
+``margin_ranking_loss``, ``hinge_embedding_loss``, ``soft_margin_loss``,
+``cosine_embedding_loss``, ``triplet_margin_loss``, ``multilabel_soft_margin_loss`` and
+``poisson_nll_loss``, composed of differentiable Tensor operations (gradients of any
+order), ``reduction`` as the other losses (:func:`.loss.reduction_arg`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..tensor import Tensor, as_tensor, where
+from ..tensor.args import number as _real
+from .distance import pairwise_distance
+from .loss import reduce_loss, reduction_arg
+from .smooth_activation import logsigmoid, softplus
+
+__all__ = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss",
+           "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
+           "triplet_margin_loss"]
+
+
+def _broadcast(fn: str, *tensors: Any) -> list[Tensor]:
+    ts = [as_tensor(t)._floating() for t in tensors]
+    try:
+        shape = np.broadcast_shapes(*(t.shape for t in ts))
+    except ValueError:
+        shapes = ", ".join(str(t.shape) for t in ts)
+        raise ValueError(f"{fn}: the shapes {shapes} do not broadcast") from None
+    return [t.expand(shape) for t in ts]
+
+
+def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
+                        size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Tensor:
+    """``max(0, -target (input1 - input2) + margin)``, target +-1."""
+    fn = "margin_ranking_loss"
+    red = reduction_arg(fn, size_average, reduce, reduction)
+    x1, x2, y = _broadcast(fn, input1, input2, target)
+    loss = (-y * (x1 - x2) + _real(fn, "margin", margin)).clamp(min=0.0)
+    return reduce_loss(loss, red)
+
+
+def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0,  # noqa: A002
+                         size_average: Any = None, reduce: Any = None,
+                         reduction: str = "mean") -> Tensor:
+    """``input`` where target is 1, ``max(0, margin - input)`` where it is -1 (torch's
+    sum of the two terms, each where target is not the other value)."""
+    fn = "hinge_embedding_loss"
+    red = reduction_arg(fn, size_average, reduce, reduction)
+    x, y = _broadcast(fn, input, target)
+    zero = np.zeros((), x.dtype)
+    margin_part = where(y.data != 1, (_real(fn, "margin", margin) - x).clamp(min=0.0), zero)
+    self_part = where(y.data != -1, x, zero)
+    return reduce_loss(margin_part + self_part, red)
+
+
+def soft_margin_loss(input: Any, target: Any, size_average: Any = None,  # noqa: A002
+                     reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """``log(1 + exp(-target input))``."""
+    fn = "soft_margin_loss"
+    red = reduction_arg(fn, size_average, reduce, reduction)
+    x, y = _broadcast(fn, input, target)
+    return reduce_loss(softplus(-y * x), red)
+
+
+def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
+                          size_average: Any = None, reduce: Any = None,
+                          reduction: str = "mean") -> Tensor:
+    """``1 - cos(input1, input2)`` where target is 1, ``max(0, cos - margin)`` where it
+    is -1 (cos over dim 1 of (N, D) inputs, or of the single (D,) pair; torch's 1e-12
+    added to each squared norm)."""
+    fn = "cosine_embedding_loss"
+    red = reduction_arg(fn, size_average, reduce, reduction)
+    x1, x2 = as_tensor(input1)._floating(), as_tensor(input2)._floating()
+    if x1.shape != x2.shape or x1.ndim not in (1, 2):
+        raise ValueError(f"{fn}: input1 of shape {x1.shape} and input2 of shape {x2.shape} "
+                         "must be one (N, D) or (D,) shape")
+    y = as_tensor(target)
+    d = x1.ndim - 1
+    if y.shape != x1.shape[:d]:
+        raise ValueError(f"{fn}: target of shape {y.shape} must be {x1.shape[:d]}")
+    prod = (x1 * x2).sum(d)
+    denom = (((x1 * x1).sum(d) + 1e-12) * ((x2 * x2).sum(d) + 1e-12)).sqrt()
+    cos = prod / denom
+    zero = np.zeros((), cos.dtype)
+    pos = where(y.data == 1, 1.0 - cos, zero)
+    neg = where(y.data == -1, (cos - _real(fn, "margin", margin)).clamp(min=0.0), zero)
+    return reduce_loss(pos + neg, red)
+
+
+def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0,
+                        p: float = 2.0, eps: float = 1e-6, swap: bool = False,
+                        size_average: Any = None, reduce: Any = None,
+                        reduction: str = "mean") -> Tensor:
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with
+    :func:`.pairwise_distance`'s ``d``; ``swap``: the smaller of d(anchor, negative) and
+    d(positive, negative)."""
+    fn = "triplet_margin_loss"
+    red = reduction_arg(fn, size_average, reduce, reduction)
+    a, pos, neg = (as_tensor(t)._floating() for t in (anchor, positive, negative))
+    if not a.ndim == pos.ndim == neg.ndim or a.ndim not in (1, 2):
+        raise ValueError(f"{fn}: anchor {a.shape}, positive {pos.shape} and negative "
+                         f"{neg.shape} must all be (N, D) or all (D,)")
+    d_pos = pairwise_distance(a, pos, p, eps)
+    d_neg = pairwise_distance(a, neg, p, eps)
+    if swap:
+        d_swap = pairwise_distance(pos, neg, p, eps)
+        d_neg = where(d_swap.data < d_neg.data, d_swap, d_neg)
+    loss = (d_pos - d_neg + _real(fn, "margin", margin)).clamp(min=0.0)
+    return reduce_loss(loss, red)
+
+
+def multilabel_soft_margin_loss(input: Any, target: Any, weight: Any = None,  # noqa: A002
+                                size_average: Any = None, reduce: Any = None,
+                                reduction: str = "mean") -> Tensor:
+    """``-(t log sigmoid(x) + (1 - t) log sigmoid(-x))`` per class, times ``weight``,
+    averaged over the classes (the last dim) of each sample."""
+    fn = "multilabel_soft_margin_loss"
+    red = reduction_arg(fn, size_average, reduce, reduction)
+    x, t = as_tensor(input)._floating(), as_tensor(target)
+    if x.shape != t.shape or x.ndim not in (1, 2):
+        raise ValueError(f"{fn}: input of shape {x.shape} and target of shape {t.shape} "
+                         "must be one (N, C) or (C,) shape")
+    t = t._floating()
+    loss = -(t * logsigmoid(x) + (1.0 - t) * logsigmoid(-x))
+    if weight is not None:
+        loss = loss * as_tensor(weight)
+    return reduce_loss(loss.sum(-1) / x.shape[-1], red)
+
+
+def poisson_nll_loss(input: Any, target: Any, log_input: bool = True,  # noqa: A002
+                     full: bool = False, size_average: Any = None, eps: float = 1e-8,
+                     reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """The Poisson negative log-likelihood of ``target`` counts: ``exp(input) - target
+    input`` for a log-rate ``input`` (``log_input``), else ``input - target log(input +
+    eps)``; ``full`` adds Stirling's ``t log t - t + log(2 pi t) / 2`` where t > 1."""
+    fn = "poisson_nll_loss"
+    red = reduction_arg(fn, size_average, reduce, reduction)
+    x, t = _broadcast(fn, input, target)
+    if log_input:
+        loss = x.exp() - t * x
+    else:
+        loss = x - t * (x + _real(fn, "eps", eps)).log()
+    if full:
+        big = t.data > 1
+        safe = where(big, t, np.ones((), t.dtype))
+        stirling = safe * safe.log() - safe + (safe * (2 * math.pi)).log() * 0.5
+        loss = loss + where(big, stirling, np.zeros((), t.dtype))
+    return reduce_loss(loss, red)

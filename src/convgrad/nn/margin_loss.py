@@ -1,0 +1,85 @@
+"""Margin, embedding and count loss layers with ``torch.nn``'s constructor arguments:
+``MarginRankingLoss``, ``HingeEmbeddingLoss``, ``SoftMarginLoss``, ``CosineEmbeddingLoss``,
+``TripletMarginLoss``, ``MultiLabelSoftMarginLoss``, ``PoissonNLLLoss`` (see
+:mod:`convgrad.functional.margin_loss`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..functional import margin_loss as Fm
+from ..tensor import Tensor
+from .loss import _Loss, _WeightedLoss
+
+__all__ = ["CosineEmbeddingLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
+           "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss"]
+
+
+class _MarginLoss(_Loss):
+    def __init__(self, margin: float, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+
+class MarginRankingLoss(_MarginLoss):
+    def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input1: Any, input2: Any, target: Any) -> Tensor:
+        return Fm.margin_ranking_loss(input1, input2, target, self.margin,
+                                      reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_MarginLoss):
+    def __init__(self, margin: float = 1.0, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input: Any, target: Any) -> Tensor:  # noqa: A002
+        return Fm.hinge_embedding_loss(input, target, self.margin, reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    def forward(self, input: Any, target: Any) -> Tensor:  # noqa: A002
+        return Fm.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_MarginLoss):
+    def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(margin, size_average, reduce, reduction)
+
+    def forward(self, input1: Any, input2: Any, target: Any) -> Tensor:
+        return Fm.cosine_embedding_loss(input1, input2, target, self.margin,
+                                        reduction=self.reduction)
+
+
+class TripletMarginLoss(_MarginLoss):
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(margin, size_average, reduce, reduction)
+        self.p, self.eps, self.swap = p, eps, swap
+
+    def forward(self, anchor: Any, positive: Any, negative: Any) -> Tensor:
+        return Fm.triplet_margin_loss(anchor, positive, negative, self.margin, self.p,
+                                      self.eps, self.swap, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    def forward(self, input: Any, target: Any) -> Tensor:  # noqa: A002
+        return Fm.multilabel_soft_margin_loss(input, target, self.weight,
+                                              reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    def __init__(self, log_input: bool = True, full: bool = False, size_average: Any = None,
+                 eps: float = 1e-8, reduce: Any = None, reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input: Any, target: Any) -> Tensor:
+        return Fm.poisson_nll_loss(log_input, target, self.log_input, self.full,
+                                   eps=self.eps, reduction=self.reduction)
