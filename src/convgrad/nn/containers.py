@@ -14,7 +14,7 @@ from typing import Any
 
 from .module import Module
 
-__all__ = ["ModuleDict", "ModuleList"]
+__all__ = ["ModuleDict", "ModuleList", "key_value_pairs"]
 
 
 class ModuleList(Module):
@@ -160,17 +160,21 @@ class ModuleDict(Module):
 
     def update(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]]) -> None:
         """Add or replace entries from a mapping or from ``(key, module)`` pairs, in order."""
-        if isinstance(modules, Mapping | ModuleDict):
-            pairs = list(modules.items())
-        elif isinstance(modules, Iterable) and not isinstance(modules, str | Module):
-            pairs = []
-            for i, pair in enumerate(modules):
-                if not isinstance(pair, tuple | list) or len(pair) != 2:
-                    raise TypeError(f"ModuleDict.update: element {i} should be a (key, module) "
-                                    f"pair, got {pair!r}")
-                pairs.append(tuple(pair))
-        else:
-            raise TypeError("ModuleDict.update: expected a mapping or an iterable of "
-                            f"(key, module) pairs, got a {type(modules).__name__}")
-        for key, module in pairs:
+        for key, module in key_value_pairs("ModuleDict.update", "module", modules):
             self[key] = module
+
+
+def key_value_pairs(fn: str, what: str, items: Any) -> list[tuple[Any, Any]]:
+    """``items`` (a mapping, a keyed container, or ``(key, value)`` pairs) as a list of
+    pairs in order; a TypeError names ``fn`` and the element that is not a pair."""
+    if isinstance(items, Mapping) or (isinstance(items, Module) and hasattr(items, "items")):
+        return list(items.items())
+    if not isinstance(items, Iterable) or isinstance(items, str | Module):
+        raise TypeError(f"{fn}: expected a mapping or an iterable of (key, {what}) pairs, "
+                        f"got a {type(items).__name__}")
+    pairs = []
+    for i, pair in enumerate(items):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(f"{fn}: element {i} should be a (key, {what}) pair, got {pair!r}")
+        pairs.append(tuple(pair))
+    return pairs

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..tensor import Tensor
+from .containers import key_value_pairs
 from .module import Module, Parameter
 
 __all__ = ["ParameterDict", "ParameterList"]
@@ -145,19 +146,7 @@ class ParameterDict(Module):
 
     def update(self, parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> None:
         """Add or replace entries from a mapping or from ``(key, value)`` pairs, in order."""
-        if isinstance(parameters, Mapping | ParameterDict):
-            pairs = list(parameters.items())
-        elif isinstance(parameters, Iterable) and not isinstance(parameters, str | Module):
-            pairs = []
-            for i, pair in enumerate(parameters):
-                if not isinstance(pair, tuple | list) or len(pair) != 2:
-                    raise TypeError(f"ParameterDict.update: element {i} should be a (key, "
-                                    f"value) pair, got {pair!r}")
-                pairs.append(tuple(pair))
-        else:
-            raise TypeError("ParameterDict.update: expected a mapping or an iterable of "
-                            f"(key, value) pairs, got a {type(parameters).__name__}")
-        for key, value in pairs:
+        for key, value in key_value_pairs("ParameterDict.update", "value", parameters):
             self[key] = value
 
     def extra_repr(self) -> str:
