@@ -84,9 +84,14 @@ def test_embedding_bad_arguments():
     with pytest.raises(IndexError, match=r"embedding: index 5 is out of range for a table of "
                                          r"5 rows"):
         F.embedding(np.array([1, 5]), w)
-    with pytest.raises(TypeError, match=r"embedding: input of dtype float32 must hold "
-                                        r"integer indices"):
-        F.embedding(np.array([1.0], np.float32), w)
+    with pytest.raises(TypeError, match=r"embedding: input of dtype float32 holds values "
+                                        r"that are not whole numbers"):
+        F.embedding(np.array([1.5], np.float32), w)
+    with pytest.raises(TypeError, match=r"embedding: input of dtype bool must hold integer"):
+        F.embedding(np.array([True]), w)
+    # cg.tensor of integers is float32 (as the class-index losses' targets): taken
+    np.testing.assert_array_equal(F.embedding(cg.tensor([1, 4]), w).numpy(),
+                                  F.embedding(np.array([1, 4]), w).numpy())
     with pytest.raises(ValueError, match=r"sparse=True .* not supported"):
         F.embedding(np.array([1]), w, sparse=True)
     with pytest.raises(ValueError, match=r"Embedding: padding_idx=7 must be in \[-5, 4\]"):

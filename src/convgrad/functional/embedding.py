@@ -16,9 +16,15 @@ __all__ = ["embedding"]
 
 
 def _indices(fn: str, input: Any, rows: int) -> np.ndarray:
-    """``input`` as an int64 array of row indices in ``[0, rows)``."""
+    """``input`` as an int64 array of row indices in ``[0, rows)``: integers, or floats
+    holding whole numbers (``cg.tensor`` of an integer list or array is float32 unless
+    ``dtype=`` says otherwise; the class-index losses take those too)."""
     idx = input.data if isinstance(input, Tensor) else np.asarray(input)
-    if idx.dtype.kind not in "iu":
+    if idx.dtype.kind == "f":
+        if not np.isfinite(idx).all() or (idx != np.round(idx)).any():
+            raise TypeError(f"{fn}: input of dtype {idx.dtype} holds values that are not "
+                            "whole numbers; expected integer indices (torch.long)")
+    elif idx.dtype.kind not in "iu":
         raise TypeError(f"{fn}: input of dtype {idx.dtype} must hold integer indices "
                         "(torch.long)")
     idx = idx.astype(np.int64, copy=False)
