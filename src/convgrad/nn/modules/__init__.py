@@ -8,8 +8,10 @@ from __future__ import annotations
 from . import (  # noqa: F401
     activation,
     batchnorm,
+    channelshuffle,
     container,
     conv,
+    distance,
     dropout,
     flatten,
     fold,
@@ -21,10 +23,11 @@ from . import (  # noqa: F401
     padding,
     pixelshuffle,
     pooling,
+    sparse,
     upsampling,
 )
 from .module import Module
 
-__all__ = ["Module", "activation", "batchnorm", "container", "conv", "dropout", "flatten", "fold",
-           "instancenorm", "linear", "loss", "module", "normalization", "padding", "pixelshuffle",
-           "pooling", "upsampling"]
+__all__ = ["Module", "activation", "batchnorm", "channelshuffle", "container", "conv", "distance",
+           "dropout", "flatten", "fold", "instancenorm", "linear", "loss", "module",
+           "normalization", "padding", "pixelshuffle", "pooling", "sparse", "upsampling"]

@@ -4,5 +4,6 @@ from __future__ import annotations
 
 from ..containers import ModuleDict, ModuleList
 from ..module import Sequential
+from ..parameter_containers import ParameterDict, ParameterList
 
-__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+__all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ..layers import Flatten
+from ..layers import Flatten, Unflatten
 
-__all__ = ["Flatten"]
+__all__ = ["Flatten", "Unflatten"]

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ..normalization import GroupNorm, LayerNorm
+from ..normalization import GroupNorm, LayerNorm, LocalResponseNorm, RMSNorm
 
-__all__ = ["GroupNorm", "LayerNorm"]
+__all__ = ["GroupNorm", "LayerNorm", "LocalResponseNorm", "RMSNorm"]

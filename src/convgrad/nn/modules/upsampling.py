@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ..resampling import Upsample
+from ..resampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 
-__all__ = ["Upsample"]
+__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
