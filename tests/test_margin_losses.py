@@ -42,6 +42,14 @@ def _cases():
         "poisson_nll_loss/rate": ((RNG.uniform(0.2, 3.0, (4, 5)).astype(np.float32),
                                    RNG.poisson(2.0, (4, 5)).astype(np.float32)),
                                   {"log_input": False}, (0,)),
+        "gaussian_nll_loss": ((RNG.standard_normal((6, 4)).astype(np.float32),
+                               RNG.standard_normal((6, 4)).astype(np.float32),
+                               RNG.uniform(0.1, 2.0, (6, 4)).astype(np.float32)),
+                              {"full": True}, (0, 1, 2)),
+        "gaussian_nll_loss/per_sample": ((RNG.standard_normal((6, 4)).astype(np.float32),
+                                          RNG.standard_normal((6, 4)).astype(np.float32),
+                                          np.concatenate([[0.0], RNG.uniform(0.1, 2.0, 5)])
+                                          .astype(np.float32)), {}, (0, 2)),
     }
 
 
@@ -81,7 +89,8 @@ def test_loss_and_gradients_within_twice_torchs_error(case, reduction):
     ("CosineEmbeddingLoss", "cosine_embedding_loss", {"margin": 0.2}),
     ("TripletMarginLoss", "triplet_margin_loss", {"margin": 1.5}),
     ("MultiLabelSoftMarginLoss", "multilabel_soft_margin_loss", {}),
-    ("PoissonNLLLoss", "poisson_nll_loss", {"full": True})])
+    ("PoissonNLLLoss", "poisson_nll_loss", {"full": True}),
+    ("GaussianNLLLoss", "gaussian_nll_loss", {"full": True})])
 def test_layers_equal_their_functions(layer, name, kw):
     args = [cg.tensor(a) for a in CASES[name][0]]
     for reduction in REDUCTIONS:
@@ -103,3 +112,8 @@ def test_shapes_that_do_not_fit():
         F.triplet_margin_loss(a, a, cg.tensor(np.ones((3, 4, 1), np.float32)))
     with pytest.raises(ValueError, match=r"reduction='avg' must be one of"):
         F.soft_margin_loss(a, a, reduction="avg")
+    with pytest.raises(ValueError, match=r"gaussian_nll_loss: var of shape \(4,\) does not "
+                                         r"fit the input of shape \(3, 4\)"):
+        F.gaussian_nll_loss(a, a, cg.tensor(np.ones(4, np.float32)))
+    with pytest.raises(ValueError, match=r"gaussian_nll_loss: var has negative entries"):
+        F.gaussian_nll_loss(a, a, cg.tensor(-np.ones((3, 4), np.float32)))

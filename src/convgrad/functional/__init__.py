@@ -38,6 +38,7 @@ from .loss import (
 )
 from .margin_loss import (
     cosine_embedding_loss,
+    gaussian_nll_loss,
     hinge_embedding_loss,
     margin_ranking_loss,
     multilabel_soft_margin_loss,
@@ -94,4 +95,5 @@ __all__ = [
     "pairwise_distance", "kl_div", "channel_shuffle", "local_response_norm", "rms_norm",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
+    "gaussian_nll_loss",
 ]

@@ -1,8 +1,9 @@
-"""Margin, embedding and count losses with ``torch.nn.functional``'s signatures:
+"""Margin, embedding and likelihood losses with ``torch.nn.functional``'s signatures:
 ``margin_ranking_loss``, ``hinge_embedding_loss``, ``soft_margin_loss``,
-``cosine_embedding_loss``, ``triplet_margin_loss``, ``multilabel_soft_margin_loss`` and
-``poisson_nll_loss``, composed of differentiable Tensor operations (gradients of any
-order), ``reduction`` as the other losses (:func:`.loss.reduction_arg`).  float32 operands
+``cosine_embedding_loss``, ``triplet_margin_loss``, ``multilabel_soft_margin_loss``,
+``poisson_nll_loss`` and ``gaussian_nll_loss``, composed of differentiable Tensor
+operations (gradients of any order), ``reduction`` as the other losses
+(:func:`.loss.reduction_arg`).  float32 operands
 are evaluated in float64 and the loss rounded once: in float32 the cosine's and the
 Poisson terms' roundings gave up to 2.5x torch's error."""
 
@@ -19,9 +20,9 @@ from .distance import pairwise_distance
 from .loss import reduce_loss, reduction_arg
 from .smooth_activation import logsigmoid, softplus
 
-__all__ = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss",
-           "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
-           "triplet_margin_loss"]
+__all__ = ["cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss",
+           "margin_ranking_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
+           "soft_margin_loss", "triplet_margin_loss"]
 
 
 def _wide(*tensors: Tensor) -> tuple[list[Tensor], bool]:
@@ -164,4 +165,32 @@ def poisson_nll_loss(input: Any, target: Any, log_input: bool = True,  # noqa: A
         safe = where(big, t, np.ones((), t.dtype))
         stirling = safe * safe.log() - safe + (safe * (2 * math.pi)).log() * 0.5
         loss = loss + where(big, stirling, np.zeros((), t.dtype))
+    return _out(loss, red, single)
+
+
+def gaussian_nll_loss(input: Any, target: Any, var: Any, full: bool = False,  # noqa: A002
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """The Gaussian negative log-likelihood ``(log(var) + (input - target)^2 / var) / 2``
+    (``full``: plus ``log(2 pi) / 2``).  ``var`` has the input's shape, or lacks its last
+    dim or has 1 there (one variance per sample, as torch); negative entries are a
+    ValueError; it is clamped at ``eps`` for the value only (the gradient passes as if
+    unclamped, as torch's)."""
+    fn = "gaussian_nll_loss"
+    red = reduction_arg(fn, None, None, reduction)
+    x, t, v = (as_tensor(a)._floating() for a in (input, target, var))
+    if v.shape != x.shape:
+        if x.shape[:-1] == v.shape:
+            v = v.unsqueeze(-1)
+        elif not (x.ndim and v.shape[:-1] == x.shape[:-1] and v.shape[-1:] == (1,)):
+            raise ValueError(f"{fn}: var of shape {v.shape} does not fit the input of shape "
+                             f"{x.shape}; expected its shape, or it without (or with 1 as) "
+                             "its last dim")
+    if (v.data < 0).any():
+        raise ValueError(f"{fn}: var has negative entries")
+    eps = _real(fn, "eps", eps, low=0.0)
+    (x, t, v), single = _wide(*_broadcast(fn, x, t, v))
+    v = v + (v.clamp(min=eps) - v).detach()  # the clamp's value, the identity's gradient
+    loss = ((x - t) * (x - t) / v + v.log()) * 0.5
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
     return _out(loss, red, single)

@@ -57,6 +57,7 @@ from .loss import (
 )
 from .margin_loss import (
     CosineEmbeddingLoss,
+    GaussianNLLLoss,
     HingeEmbeddingLoss,
     MarginRankingLoss,
     MultiLabelSoftMarginLoss,
@@ -145,4 +146,5 @@ __all__ = [
     "CircularPad2d", "CircularPad3d", "ChannelShuffle", "LocalResponseNorm",
     "RMSNorm", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
     "CosineEmbeddingLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
+    "GaussianNLLLoss",
 ]

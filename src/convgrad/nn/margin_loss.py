@@ -1,6 +1,7 @@
 """Margin, embedding and count loss layers with ``torch.nn``'s constructor arguments:
 ``MarginRankingLoss``, ``HingeEmbeddingLoss``, ``SoftMarginLoss``, ``CosineEmbeddingLoss``,
-``TripletMarginLoss``, ``MultiLabelSoftMarginLoss``, ``PoissonNLLLoss`` (see
+``TripletMarginLoss``, ``MultiLabelSoftMarginLoss``, ``PoissonNLLLoss``,
+``GaussianNLLLoss`` (see
 :mod:`convgrad.functional.margin_loss`)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from ..functional import margin_loss as Fm
 from ..tensor import Tensor
 from .loss import _Loss, _WeightedLoss
 
-__all__ = ["CosineEmbeddingLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
+__all__ = ["CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
            "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss"]
 
 
@@ -83,3 +84,14 @@ class PoissonNLLLoss(_Loss):
     def forward(self, log_input: Any, target: Any) -> Tensor:
         return Fm.poisson_nll_loss(log_input, target, self.log_input, self.full,
                                    eps=self.eps, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    def __init__(self, *, full: bool = False, eps: float = 1e-6,
+                 reduction: str = "mean") -> None:
+        super().__init__(None, None, reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input: Any, target: Any, var: Any) -> Tensor:  # noqa: A002
+        return Fm.gaussian_nll_loss(input, target, var, self.full, self.eps,
+                                    reduction=self.reduction)

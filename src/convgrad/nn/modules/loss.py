@@ -17,6 +17,7 @@ from ..loss import (
 )
 from ..margin_loss import (
     CosineEmbeddingLoss,
+    GaussianNLLLoss,
     HingeEmbeddingLoss,
     MarginRankingLoss,
     MultiLabelSoftMarginLoss,
@@ -28,4 +29,4 @@ from ..margin_loss import (
 __all__ = ["_Loss", "_WeightedLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
            "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss",
            "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
-           "MultiLabelSoftMarginLoss", "PoissonNLLLoss"]
+           "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss"]
