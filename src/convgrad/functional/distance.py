@@ -9,18 +9,21 @@ import numpy as np
 
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _real
+from ..tensor.operands import widened
 
-__all__ = ["cosine_similarity", "pairwise_distance"]
+__all__ = ["broadcast_floats", "cosine_similarity", "pairwise_distance"]
 
 
-def _pair(fn: str, x1: Any, x2: Any) -> tuple[Tensor, Tensor]:
-    a, b = as_tensor(x1)._floating(), as_tensor(x2)._floating()
+def broadcast_floats(fn: str, *tensors: Any) -> list[Tensor]:
+    """``tensors`` as float Tensors expanded to their broadcast shape; a ValueError names
+    ``fn`` and the shapes that do not broadcast."""
+    ts = [as_tensor(t)._floating() for t in tensors]
     try:
-        shape = np.broadcast_shapes(a.shape, b.shape)
+        shape = np.broadcast_shapes(*(t.shape for t in ts))
     except ValueError:
-        raise ValueError(f"{fn}: x1 of shape {a.shape} and x2 of shape {b.shape} do not "
-                         "broadcast") from None
-    return a.expand(shape), b.expand(shape)
+        shapes = ", ".join(str(t.shape) for t in ts)
+        raise ValueError(f"{fn}: the shapes {shapes} do not broadcast") from None
+    return [t.expand(shape) for t in ts]
 
 
 def _dim(fn: str, dim: Any, ndim: int) -> int:
@@ -35,12 +38,10 @@ def cosine_similarity(x1: Any, x2: Any, dim: int = 1, eps: float = 1e-8) -> Tens
     least ``eps``; float32 operands evaluated in float64 and rounded once (in float32 the
     norms' and quotients' roundings gave 2.3x torch's error)."""
     fn = "cosine_similarity"
-    a, b = _pair(fn, x1, x2)
+    a, b = broadcast_floats(fn, x1, x2)
     d = _dim(fn, dim, a.ndim)
     eps = _real(fn, "eps", eps)
-    single = a.dtype == np.float32
-    if single:
-        a, b = a.double(), b.double()
+    (a, b), single = widened(a, b)
     na = (a * a).sum(d, keepdim=True).sqrt().clamp(min=eps)
     nb = (b * b).sum(d, keepdim=True).sqrt().clamp(min=eps)
     out = ((a / na) * (b / nb)).sum(d)
@@ -51,7 +52,7 @@ def pairwise_distance(x1: Any, x2: Any, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
     """The ``p``-norm of ``x1 - x2 + eps`` along the last dim (x1 and x2 broadcast)."""
     fn = "pairwise_distance"
-    a, b = _pair(fn, x1, x2)
+    a, b = broadcast_floats(fn, x1, x2)
     p = np.inf if p == np.inf and not isinstance(p, bool) else _real(fn, "p", p)
     if p <= 0:
         raise ValueError(f"{fn}: p={p} must be > 0 (or inf)")

@@ -7,10 +7,9 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
-import numpy as np
-
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _real
+from ..tensor.operands import widened
 from .padding import pad
 
 __all__ = ["local_response_norm"]
@@ -30,9 +29,9 @@ def local_response_norm(input: Any, size: int, alpha: float = 1e-4,  # noqa: A00
     if x.ndim < 3:
         raise ValueError(f"{fn}: input of shape {x.shape} must be (N, C, *) with at least "
                          "one spatial dim")
-    single = x.dtype == np.float32  # float64, rounded once: in float32 the window's sum
-    if single:  # and the power put up to 2.3x torch's error into a 9-channel window
-        x = x.double()
+    # float64, rounded once: in float32 the window's sum and the power put up to 2.3x
+    # torch's error into a 9-channel window
+    (x,), single = widened(x)
     c = x.shape[1]
     sq = (x * x).movedim(1, -1)  # the channels last: pad them as the last dim
     sq = pad(sq, (int(size) // 2, (int(size) - 1) // 2))

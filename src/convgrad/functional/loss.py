@@ -17,6 +17,7 @@ import numpy as np
 
 from ..tensor import Tensor, as_tensor, where
 from ..tensor.gather import Gather
+from ..tensor.operands import widened
 from .activation import log_softmax
 
 __all__ = ["cross_entropy", "huber_loss", "kl_div", "l1_loss", "mse_loss", "nll_loss",
@@ -297,9 +298,9 @@ def kl_div(input: Any, target: Any, size_average: Any = None, reduce: Any = None
     if not isinstance(log_target, bool):
         raise TypeError(f"{fn}: log_target={log_target!r} must be a bool")
     x, t = loss_pair(fn, input, target)
-    single = x.dtype == np.float32 and t.dtype == np.float32
-    if single:  # float64, rounded once: in float32 the terms' and the sum's roundings
-        x, t = x.double(), t.double()  # gave 2.6x torch's error
+    # float64, rounded once: in float32 the terms' and the sum's roundings gave 2.6x
+    # torch's error
+    (x, t), single = widened(x, t)
     if log_target:
         loss = t.exp() * (t - x)
     else:

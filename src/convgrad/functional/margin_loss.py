@@ -16,6 +16,8 @@ import numpy as np
 
 from ..tensor import Tensor, as_tensor, where
 from ..tensor.args import number as _real
+from ..tensor.operands import widened as _wide
+from .distance import broadcast_floats as _broadcast
 from .distance import pairwise_distance
 from .loss import reduce_loss, reduction_arg
 from .smooth_activation import logsigmoid, softplus
@@ -25,25 +27,9 @@ __all__ = ["cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss",
            "soft_margin_loss", "triplet_margin_loss"]
 
 
-def _wide(*tensors: Tensor) -> tuple[list[Tensor], bool]:
-    """``tensors`` in float64 when every one is float32 (and whether they were)."""
-    single = all(t.dtype == np.float32 for t in tensors)
-    return ([t.double() for t in tensors] if single else list(tensors)), single
-
-
 def _out(loss: Tensor, red: str, single: bool) -> Tensor:
     out = reduce_loss(loss, red)
     return out.float() if single else out
-
-
-def _broadcast(fn: str, *tensors: Any) -> list[Tensor]:
-    ts = [as_tensor(t)._floating() for t in tensors]
-    try:
-        shape = np.broadcast_shapes(*(t.shape for t in ts))
-    except ValueError:
-        shapes = ", ".join(str(t.shape) for t in ts)
-        raise ValueError(f"{fn}: the shapes {shapes} do not broadcast") from None
-    return [t.expand(shape) for t in ts]
 
 
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,

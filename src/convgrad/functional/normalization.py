@@ -32,6 +32,7 @@ from ..tensor.normalization import (
     Standardize,
 )
 from ..tensor.normalization import moments as _moments
+from ..tensor.operands import widened
 from .activation import leaky_relu
 from .smooth_activation import silu
 
@@ -343,8 +344,7 @@ def rms_norm(input: Any, normalized_shape: Any, weight: Any = None,  # noqa: A00
                          f"the input, whose shape is {x.shape}")
     eps = float(np.finfo(x.dtype).eps) if eps is None else _number(fn, "eps", eps, low=0.0)
     w = _affine_arg(fn, "weight", weight, shape)
-    single = x.dtype == np.float32
-    x64 = x.double() if single else x
+    (x64,), single = widened(x)
     dims = tuple(range(x.ndim - k, x.ndim))
     y = x64 * ((x64 * x64).mean(dims, keepdim=True) + eps) ** -0.5
     if w is not None:

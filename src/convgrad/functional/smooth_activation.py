@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ..tensor import Tensor, as_tensor, where
 from ..tensor.activation import ELU, GELU, GELUTanh, LogSigmoid, SiLU, Softplus
 from ..tensor.args import number as _real
+from ..tensor.operands import widened
 
 __all__ = ["celu", "elu", "gelu", "glu", "logsigmoid", "selu", "silu", "softplus", "softsign",
            "tanhshrink"]
@@ -87,11 +86,9 @@ def tanhshrink(input: Any) -> Tensor:  # noqa: A002
     """``x - tanh(x)``, evaluated in float64 for float32 x and rounded once: near 0 the
     difference cancels, and float32's rounding of tanh alone put 4.6x torch's error into
     it (0.5: 3.8e-8 off, torch 8e-9)."""
-    x = as_tensor(input)._floating()
-    if x.dtype != np.float32:
-        return x - x.tanh()
-    x64 = x.double()
-    return (x64 - x64.tanh()).float()
+    (x,), single = widened(as_tensor(input)._floating())
+    out = x - x.tanh()
+    return out.float() if single else out
 
 
 def glu(input: Any, dim: int = -1) -> Tensor:  # noqa: A002

@@ -19,7 +19,7 @@ from .args import DTYPES as _DTYPES
 
 Tensor = Any  # annotations: the registered Tensor class
 
-__all__ = ["KIND_RANK", "SCALARS", "no_bool", "operand", "pair", "promote", "where"]
+__all__ = ["KIND_RANK", "SCALARS", "no_bool", "operand", "pair", "promote", "where", "widened"]
 
 KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion order: bool < int < float
 _DEFAULT = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32))  # per rank
@@ -115,3 +115,12 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     if isinstance(a, Tensor | np.ndarray) or isinstance(b, Tensor | np.ndarray):
         a, b = promote((a, b))
     return _ew.Where.apply(cond, a, b)
+
+
+def widened(*tensors: Any) -> tuple[list, bool]:
+    """``tensors`` (Tensors) cast to float64 when every one is float32, and whether they
+    were: an operation whose float32 roundings cancel (a difference of nearly equal
+    terms, a long product) is evaluated on them and its result rounded once with
+    ``.float()``.  Any other mix is returned as it is."""
+    single = all(t.dtype == np.float32 for t in tensors)
+    return ([t.double() for t in tensors] if single else list(tensors)), single

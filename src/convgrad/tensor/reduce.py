@@ -15,6 +15,7 @@ from ..autograd import OUTPUT, Context, Function
 from ..ops import softmax
 from ..ops.reduction import sum_over, total
 from .elementwise import kernel_or_rule
+from .operands import widened
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
@@ -83,7 +84,7 @@ class Softmax(Function):
 
         def rule() -> Tensor:
             # dy_i/dx_j = y_i (delta_ij - y_j)  =>  dx = y * (g - sum_j g_j y_j)
-            g, yy, single = _wide(grad, y)
+            (g, yy), single = widened(grad, y)
             out = yy * (g - (g * yy).sum(ctx.dim, keepdim=True))
             return out.float() if single else out
 
@@ -109,20 +110,13 @@ class LogSoftmax(Function):
         y = ctx.output
 
         def rule() -> Tensor:
-            # dy_i/dx_j = delta_ij - softmax_j  =>  dx = g - softmax * sum_i g_i
-            g, yy, single = _wide(grad, y)
+            # dy_i/dx_j = delta_ij - softmax_j  =>  dx = g - softmax * sum_i g_i; float32 in
+            # float64, rounded once as the compiled loops' (it reached 2.03x torch's error)
+            (g, yy), single = widened(grad, y)
             out = g - yy.exp() * g.sum(ctx.dim, keepdim=True)
             return out.float() if single else out
 
         return _fast_grad(grad, y, ctx.dim, True, rule)
-
-
-def _wide(grad: Tensor, y: Tensor) -> tuple[Tensor, Tensor, bool]:
-    """``grad`` and ``y`` in float64 when both are float32, and whether they were: the
-    rules' sum and product then round once, as the compiled loops' (float32 Tensor
-    operations gave up to 2.03x torch's error in log-softmax's gradient)."""
-    single = grad.dtype == np.float32 and y.dtype == np.float32
-    return (grad.double(), y.double(), True) if single else (grad, y, False)
 
 
 def _fast_grad(grad: Tensor, y: Tensor, dim: int, log: bool, rule: Any) -> Tensor:

@@ -2,34 +2,8 @@
 
 from __future__ import annotations
 
-from ..activation import (
-    CELU,
-    ELU,
-    GELU,
-    GLU,
-    SELU,
-    Hardshrink,
-    Hardsigmoid,
-    Hardswish,
-    Hardtanh,
-    LogSigmoid,
-    LogSoftmax,
-    Mish,
-    PReLU,
-    ReLU6,
-    SiLU,
-    Softmax,
-    Softmax2d,
-    Softmin,
-    Softplus,
-    Softshrink,
-    Softsign,
-    Tanhshrink,
-    Threshold,
-)
+from ..activation import *  # noqa: F403 (every activation layer, under torch's path)
+from ..activation import __all__ as _activations
 from ..layers import LeakyReLU, ReLU, Sigmoid, Tanh
 
-__all__ = ["ReLU", "LeakyReLU", "Sigmoid", "Tanh", "GELU", "SiLU", "ELU", "Softplus", "Softmax",
-           "Hardtanh", "ReLU6", "Hardswish", "Mish", "PReLU", "SELU", "CELU", "Softsign",
-           "Tanhshrink", "LogSigmoid", "GLU", "Hardsigmoid", "Threshold", "Hardshrink",
-           "Softshrink", "Softmin", "LogSoftmax", "Softmax2d"]
+__all__ = ["ReLU", "LeakyReLU", "Sigmoid", "Tanh", *_activations]

@@ -2,31 +2,10 @@
 
 from __future__ import annotations
 
-from ..loss import (
-    BCELoss,
-    BCEWithLogitsLoss,
-    CrossEntropyLoss,
-    HuberLoss,
-    KLDivLoss,
-    L1Loss,
-    MSELoss,
-    NLLLoss,
-    SmoothL1Loss,
-    _Loss,
-    _WeightedLoss,
-)
-from ..margin_loss import (
-    CosineEmbeddingLoss,
-    GaussianNLLLoss,
-    HingeEmbeddingLoss,
-    MarginRankingLoss,
-    MultiLabelSoftMarginLoss,
-    PoissonNLLLoss,
-    SoftMarginLoss,
-    TripletMarginLoss,
-)
+from ..loss import *  # noqa: F403 (every loss layer, under torch's path)
+from ..loss import __all__ as _losses
+from ..loss import _Loss, _WeightedLoss
+from ..margin_loss import *  # noqa: F403
+from ..margin_loss import __all__ as _margin_losses
 
-__all__ = ["_Loss", "_WeightedLoss", "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "NLLLoss",
-           "CrossEntropyLoss", "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "MarginRankingLoss",
-           "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
-           "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss"]
+__all__ = ["_Loss", "_WeightedLoss", *_losses, *_margin_losses]

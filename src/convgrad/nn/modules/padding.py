@@ -2,26 +2,8 @@
 
 from __future__ import annotations
 
-from ..padding import (
-    CircularPad1d,
-    CircularPad2d,
-    CircularPad3d,
-    ConstantPad1d,
-    ConstantPad2d,
-    ConstantPad3d,
-    ReflectionPad1d,
-    ReflectionPad2d,
-    ReflectionPad3d,
-    ReplicationPad1d,
-    ReplicationPad2d,
-    ReplicationPad3d,
-    ZeroPad1d,
-    ZeroPad2d,
-    ZeroPad3d,
-    _PadNd,
-)
+from ..padding import *  # noqa: F403 (every padding layer, under torch's path)
+from ..padding import __all__ as _layers
+from ..padding import _PadNd
 
-__all__ = ["_PadNd", "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d",
-           "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d", "ReflectionPad2d",
-           "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
-           "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
+__all__ = ["_PadNd", *_layers]
