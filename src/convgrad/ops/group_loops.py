@@ -39,12 +39,13 @@ __all__ = ["ACTIVATIONS", "loops"]
 #: the fused activation's code (the loops' ``act``): 0 none, 1 a (leaky) ReLU, 2 SiLU
 ACTIVATIONS = {None: 0, "relu": 1, "silu": 2}
 _F = np.float32
-# SiLU's exp(u): u clamped to [E_LO, E_HI] (exp overflows past 88.7 and underflows to 0
-# before -104; k = round(u / ln 2) = k1 + k2 then stays in [-150, 129], 2^k1 and 2^k2
-# normal); ln 2 = LN2_HI + LN2_LO, LN2_HI exact in 9 bits so k LN2_HI is exact; E0-E5
-# Cephes' expf polynomial: exp(q) = 1 + q + q^2 (((((E0 q + E1) q + E2) q + E3) q + E4) q
-# + E5) on |q| <= ln 2 / 2, q = u - k ln 2
-E_HI, E_LO = _F(89.0), _F(-104.0)
+# SiLU's exp(u): u clamped to [E_LO, E_HI] (exp overflows past 88.7; below -80, 1 +
+# exp(u) is 1 in float32 as at -inf); k = round(u / ln 2) then stays in [-115, 128] and
+# exp(u) = (4 p(q)) 2^(k-2), 2^(k-2) normal, the one product exact up to its overflow;
+# ln 2 = LN2_HI + LN2_LO, LN2_HI exact in 9 bits so k LN2_HI is exact; E0-E5 Cephes' expf
+# polynomial: exp(q) = 1 + q + q^2 (((((E0 q + E1) q + E2) q + E3) q + E4) q + E5) on
+# |q| <= ln 2 / 2, q = u - k ln 2
+E_HI, E_LO = _F(89.0), _F(-80.0)
 LOG2E, LN2_HI, LN2_LO = _F(1.44269504088896341), _F(0.693359375), _F(-2.12194440e-4)
 E0, E1, E2 = _F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3)
 E3, E4, E5 = _F(4.1665795894e-2), _F(1.6666665459e-1), _F(5.0000001201e-1)
@@ -56,8 +57,11 @@ def _compile(numba) -> dict:
     parallel = jit.thread_safe()
     prange = numba.prange if parallel else range
     # reassociation lets the float64 row sums vectorise; every value it touches is float64
-    # computed from float32 inputs and rounded to float32 once, so it moves no result
-    compiled = numba.njit(nogil=True, cache=True, parallel=parallel, fastmath={"reassoc"})
+    # computed from float32 inputs and rounded to float32 once, so it moves no result;
+    # contraction makes each multiply-add one fused, singly rounded instruction (SiLU's
+    # exp polynomial: its fused forward 1.2x faster)
+    compiled = numba.njit(nogil=True, cache=True, parallel=parallel,
+                          fastmath={"reassoc", "contract"})
 
     def forward(x, nsc, c_len, groups, tile, r, w, b, eps, act, slope, y, mean, var, keep):
         """y = (x - m) s w + b, then the activation ``act`` (:data:`ACTIVATIONS`): 1, the
@@ -68,7 +72,7 @@ def _compile(numba) -> dict:
         b_len = (s_len + r - 1) // r
         tasks = n_len * b_len * (1 if nsc else c_len)
         ln = tile * c_len
-        zero, one, half = np.float32(0), np.float32(1), np.float32(0.5)
+        zero, one, half, four = np.float32(0), np.float32(1), np.float32(0.5), np.float32(4)
         pm, pq = np.empty((n_len, b_len, c_len)), np.empty((n_len, b_len, c_len))
         for t in prange(tasks):  # each block's mean and sum of squared deviations
             if nsc:
@@ -152,10 +156,9 @@ def _compile(numba) -> dict:
                 step = hi - lo
                 m, s_, h = mc[n, c], sc[n, c], b[c]
             xr, yr, mn, scn, shn = x[n], y[n], mt[n], st[n], ht[n]
-            if act == 2:  # SiLU's scratch: exp's polynomial, its two powers of 2 as bits
-                ep = np.empty(step, np.float32)
-                eb1, eb2 = np.empty(step, np.int32), np.empty(step, np.int32)
-                ef1, ef2 = eb1.view(np.float32), eb2.view(np.float32)
+            if act == 2:  # SiLU's scratch: exp's polynomial, its power of 2 as bits
+                ep, eb = np.empty(step, np.float32), np.empty(step, np.int32)
+                ef = eb.view(np.float32)
             for o in range(lo, hi, step):
                 e = min(o + step, hi)
                 xs, ys = xr[o:e], yr[o:e]
@@ -175,7 +178,7 @@ def _compile(numba) -> dict:
                         ys[j] = v if k else (v * slope if slope > 0 else zero)
                 elif act == 2:
                     # y = z / (1 + exp(-z)) in float32 as torch's; keep = its derivative
-                    # s (1 + z (1 - s)), s = 1 / (1 + exp(-z)).  exp(u) = p(q) 2^k1 2^k2
+                    # s (1 + z (1 - s)), s = 1 / (1 + exp(-z)).  exp(u) = 4 p(q) 2^(k-2)
                     # (the constants' comment), u = -z clamped (NaN to E_HI: its y is
                     # NaN / inf = NaN), so the loops vectorise
                     ks = keep[n, o:e]
@@ -191,14 +194,11 @@ def _compile(numba) -> dict:
                         p = p * q + E3
                         p = p * q + E4
                         p = p * q + E5
-                        ep[j] = p * (q * q) + q + one
-                        ki = np.int32(kf)
-                        k1 = ki >> 1
-                        eb1[j] = (k1 + 127) << 23
-                        eb2[j] = (ki - k1 + 127) << 23
+                        ep[j] = (p * (q * q) + q + one) * four
+                        eb[j] = (np.int32(kf) + 125) << 23
                     for j in range(ys.shape[0]):
-                        d = one + ep[j] * ef1[j] * ef2[j]
                         v = ys[j]
+                        d = one + ep[j] * ef[j]
                         sg = one / d
                         ks[j] = sg * (one + v * (one - sg))
                         ys[j] = v / d
