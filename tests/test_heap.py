@@ -48,7 +48,8 @@ BIG_STEPS = _COUNT.format(warm=2, count=5, step=textwrap.dedent("""
 
 def _clean_environment() -> dict:
     return {k: v for k, v in os.environ.items()
-            if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "CONVGRAD_MALLOC"))}
+            if not (k.startswith("MALLOC_") or k in ("GLIBC_TUNABLES", "CONVGRAD_MALLOC",
+                                                     "NUMPY_MADVISE_HUGEPAGE"))}
 
 
 def _faults_per_step(code: str = STEPS, **env: str) -> float:
@@ -109,3 +110,55 @@ def test_environment_decides(monkeypatch):
     monkeypatch.delenv("GLIBC_TUNABLES")
     monkeypatch.setenv("CONVGRAD_MALLOC", "0")
     assert not heap.wanted()
+
+
+# NumPy's huge-page advice as a fresh interpreter leaves it, after the imports given
+_ADVICE = textwrap.dedent("""
+    import numpy
+    {imports}
+    from numpy._core.multiarray import _set_madvise_hugepage
+    print(_set_madvise_hugepage(False))
+""")
+
+
+def _advice(imports: str, **env: str) -> str:
+    out = subprocess.run([sys.executable, "-c", _ADVICE.format(imports=imports)],
+                         env={**_clean_environment(), **env}, check=True,
+                         capture_output=True, text=True, timeout=300)
+    return out.stdout.split()[-1]
+
+
+def test_numpy_huge_page_advice_is_declined_unless_the_environment_chose():
+    numpy_default = _advice("")  # NumPy's own choice, from the kernel's version
+    assert _advice("import convgrad") == "False"
+    assert _advice("import convgrad", NUMPY_MADVISE_HUGEPAGE="1") == "True"
+    assert _advice("import convgrad", CONVGRAD_MALLOC="0") == numpy_default
+
+
+# minor page faults of filling a fresh 64 MiB array in a fresh interpreter
+_FRESH_FAULTS = textwrap.dedent("""
+    import resource
+    import numpy as np
+    import convgrad
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    np.empty(2**24, np.float32).fill(1.0)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+""")
+
+
+def _thp_mode() -> str:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            text = f.read()
+    except OSError:
+        return ""
+    return text[text.find("[") + 1:text.find("]")]
+
+
+@pytest.mark.skipif(_thp_mode() != "madvise",
+                    reason="huge pages only where advised: the advice decides the page size")
+def test_fresh_arrays_fault_in_small_pages_as_torchs_do():
+    small = _faults_per_step(_FRESH_FAULTS)
+    advised = _faults_per_step(_FRESH_FAULTS, NUMPY_MADVISE_HUGEPAGE="1")
+    assert small >= 2**26 // 4096 // 2, small  # 4 KiB pages: at least half of 16384 faults
+    assert advised < small, (advised, small)  # 2 MiB pages where the kernel had them
