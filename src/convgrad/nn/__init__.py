@@ -110,6 +110,7 @@ from .pooling import (
     MaxPool2d,
     MaxPool3d,
 )
+from .recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .resampling import (
     ChannelShuffle,
     PixelShuffle,
@@ -146,5 +147,6 @@ __all__ = [
     "CircularPad2d", "CircularPad3d", "ChannelShuffle", "LocalResponseNorm",
     "RMSNorm", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
     "CosineEmbeddingLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
-    "GaussianNLLLoss",
+    "GaussianNLLLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+    "GRUCell",
 ]

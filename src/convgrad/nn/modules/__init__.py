@@ -23,6 +23,7 @@ from . import (  # noqa: F401
     padding,
     pixelshuffle,
     pooling,
+    rnn,
     sparse,
     upsampling,
 )
@@ -30,4 +31,4 @@ from .module import Module
 
 __all__ = ["Module", "activation", "batchnorm", "channelshuffle", "container", "conv", "distance",
            "dropout", "flatten", "fold", "instancenorm", "linear", "loss", "module",
-           "normalization", "padding", "pixelshuffle", "pooling", "sparse", "upsampling"]
+           "normalization", "padding", "pixelshuffle", "pooling", "rnn", "sparse", "upsampling"]
