@@ -5,8 +5,9 @@ from __future__ import annotations
 from . import lr_scheduler
 from .adadelta import Adadelta
 from .adam import Adam, AdamW
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
 from .sgd import SGD
 
-__all__ = ["Adadelta", "Adam", "AdamW", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]
+__all__ = ["Adadelta", "Adam", "AdamW", "LBFGS", "Optimizer", "RMSprop", "SGD", "lr_scheduler"]
