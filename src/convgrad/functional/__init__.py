@@ -75,6 +75,14 @@ from .smooth_activation import (
     tanhshrink,
 )
 from .unfold import fold, unfold
+from .unpooling import (
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
 
 __all__ = [
     "conv_general", "conv1d", "conv2d", "conv3d",
@@ -95,5 +103,6 @@ __all__ = [
     "pairwise_distance", "kl_div", "channel_shuffle", "local_response_norm", "rms_norm",
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
-    "gaussian_nll_loss",
+    "gaussian_nll_loss", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d",
+    "lp_pool2d", "lp_pool3d",
 ]

@@ -11,13 +11,15 @@ from typing import Any
 
 from ..functional import adaptive_pooling as Fa
 from ..functional import pooling as Fp
+from ..functional import unpooling as Fu
 from ..functional.conv_args import per_dim
 from ..ops import jit
 from .module import Module
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
-           "MaxPool1d", "MaxPool2d", "MaxPool3d"]
+           "MaxPool1d", "MaxPool2d", "MaxPool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 def _check_window(fn: str, nd: int, kernel_size: Any, stride: Any, padding: Any,
@@ -182,5 +184,82 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
 class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     """Max of ``(N, C, D, H, W)`` input over adaptive windows."""
+
+    _nd = 3
+
+
+class _MaxUnpoolNd(Module):
+    """Max pooling's partial inverse: ``forward(input, indices, output_size=None)`` (see
+    :func:`convgrad.functional.max_unpool2d`)."""
+
+    _nd: int
+
+    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0) -> None:
+        super().__init__()
+        fn, nd = type(self).__name__, self._nd
+        self.kernel_size = per_dim("kernel_size", kernel_size, nd, fn)
+        self.stride = self.kernel_size if stride is None else per_dim("stride", stride, nd, fn)
+        self.padding = per_dim("padding", padding, nd, fn, minimum=0)
+
+    def forward(self, input: Any, indices: Any, output_size: Any = None) -> Any:
+        return Fu._max_unpool(type(self).__name__, self._nd, input, indices, self.kernel_size,
+                              self.stride, self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpoolNd):
+    """Max unpooling of ``(N, C, L)`` input."""
+
+    _nd = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    """Max unpooling of ``(N, C, H, W)`` input."""
+
+    _nd = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """Max unpooling of ``(N, C, D, H, W)`` input."""
+
+    _nd = 3
+
+
+class _LPPoolNd(Module):
+    """``(sum of x^p over each window)^(1/p)`` (see :func:`convgrad.functional.lp_pool2d`)."""
+
+    _nd: int
+
+    def __init__(self, norm_type: float, kernel_size: Any, stride: Any = None,
+                 ceil_mode: bool = False) -> None:
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input: Any) -> Any:
+        return Fu._lp_pool(type(self).__name__, self._nd, input, self.norm_type,
+                           self.kernel_size, self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """Power-average pooling of ``(N, C, L)`` input."""
+
+    _nd = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """Power-average pooling of ``(N, C, H, W)`` input."""
+
+    _nd = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling of ``(N, C, D, H, W)`` input."""
 
     _nd = 3

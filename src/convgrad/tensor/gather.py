@@ -1,4 +1,5 @@
-"""``gather`` along a dim and its adjoint ``scatter_add``, and ``cumsum``.
+"""``gather`` along a dim and its adjoint ``scatter_add``, ``cumsum``, and ``Unpool``
+(max unpooling's write of each value at its index).
 
 ``Gather`` and ``ScatterAdd`` are each other's adjoints (an index may repeat: the
 adjoint of a gather adds the gradients of the repeats); ``Cumsum``'s adjoint is the
@@ -16,7 +17,7 @@ from ..ops import gather
 
 Tensor = Any  # annotations: the tensor layer's Tensor
 
-__all__ = ["Cumsum", "Gather", "ScatterAdd", "full_index"]
+__all__ = ["Cumsum", "Gather", "ScatterAdd", "Unpool", "full_index"]
 
 
 def full_index(index: np.ndarray, dim: int) -> tuple:
@@ -81,3 +82,24 @@ class Cumsum(Function):
         # y_i = sum_{j <= i} x_j  =>  dx_j = sum_{i >= j} dy_i: a cumsum of the reversed grad
         d = ctx.dim
         return Cumsum.apply(grad.flip(d), dim=d).flip(d)
+
+
+class Unpool(Function):
+    """``zeros((N, C, length))`` with each ``x[n, c, i]`` written at ``index[n, c, i]``
+    (max unpooling: where a pooling found it); a repeated index keeps one of its values
+    (the same value, where the windows overlapped on one maximum), as torch."""
+
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, index: np.ndarray, length: int) -> np.ndarray:
+        ctx.index = index
+        out = np.zeros((*x.shape[:2], length), x.dtype)
+        out[full_index(index, 2)] = x
+        return out
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # y = x written at index: dx = dy at index (a gather; each source of a repeated
+        # index reads its gradient, as torch's)
+        return Gather.apply(grad, index=ctx.index, dim=2)
