@@ -133,3 +133,15 @@ def test_wrong_arguments_name_themselves():
         F.lp_pool2d(x, 0, 2)
     with pytest.raises(ValueError, match="must be \\(N, C, 2 spatial dims\\)"):
         F.max_unpool2d(cg.ones(4), i, 2)
+
+
+@pytest.mark.parametrize("nd, shape, kw", UNPOOL)
+def test_default_output_size_is_torchs(nd, shape, kw):
+    x = _rng("size", shape).standard_normal(shape)
+    sizes = []
+    for lib in (torch, cg):
+        F = lib.nn.functional
+        y, i = getattr(F, f"max_pool{nd}d")(lib.tensor(x), return_indices=True, **kw)
+        keep = {k: v for k, v in kw.items() if k != "dilation"}
+        sizes.append(tuple(getattr(F, f"max_unpool{nd}d")(y, i, **keep).shape))
+    assert sizes[1] == sizes[0]
