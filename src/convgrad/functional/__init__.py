@@ -21,6 +21,7 @@ from .conv import (
     conv_transpose2d,
     conv_transpose3d,
 )
+from .ctc_loss import ctc_loss
 from .distance import cosine_similarity, pairwise_distance
 from .dropout import dropout, dropout1d, dropout2d, dropout3d
 from .embedding import embedding
@@ -104,5 +105,5 @@ __all__ = [
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
     "gaussian_nll_loss", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d",
-    "lp_pool2d", "lp_pool3d",
+    "lp_pool2d", "lp_pool3d", "ctc_loss",
 ]

@@ -57,6 +57,7 @@ from .loss import (
 )
 from .margin_loss import (
     CosineEmbeddingLoss,
+    CTCLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     MarginRankingLoss,
@@ -155,5 +156,5 @@ __all__ = [
     "CosineEmbeddingLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
     "GaussianNLLLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
     "GRUCell", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d",
-    "LPPool3d",
+    "LPPool3d", "CTCLoss",
 ]

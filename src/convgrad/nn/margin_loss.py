@@ -2,18 +2,20 @@
 ``MarginRankingLoss``, ``HingeEmbeddingLoss``, ``SoftMarginLoss``, ``CosineEmbeddingLoss``,
 ``TripletMarginLoss``, ``MultiLabelSoftMarginLoss``, ``PoissonNLLLoss``,
 ``GaussianNLLLoss`` (see
-:mod:`convgrad.functional.margin_loss`)."""
+:mod:`convgrad.functional.margin_loss`), and ``CTCLoss`` (:mod:`convgrad.functional.ctc_loss`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..functional import margin_loss as Fm
+from ..functional.ctc_loss import ctc_loss
 from ..tensor import Tensor
 from .loss import _Loss, _WeightedLoss
 
-__all__ = ["CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss",
-           "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss", "TripletMarginLoss"]
+__all__ = ["CTCLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
+           "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
+           "TripletMarginLoss"]
 
 
 class _MarginLoss(_Loss):
@@ -95,3 +97,15 @@ class GaussianNLLLoss(_Loss):
     def forward(self, input: Any, target: Any, var: Any) -> Tensor:  # noqa: A002
         return Fm.gaussian_nll_loss(input, target, var, self.full, self.eps,
                                     reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    def __init__(self, blank: int = 0, reduction: str = "mean",
+                 zero_infinity: bool = False) -> None:
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs: Any, targets: Any, input_lengths: Any,
+                target_lengths: Any) -> Tensor:
+        return ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                        self.reduction, self.zero_infinity)
