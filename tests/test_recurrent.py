@@ -223,3 +223,24 @@ def test_wrong_arguments_name_themselves():
         cell(cg.zeros(5), (cg.zeros(1, 7), cg.zeros(1, 7)))
     with pytest.raises(ValueError, match=r"\(N, input_size\)"):
         cell(cg.zeros(2, 3, 5))
+
+
+def _ops(t) -> list[str]:
+    """The names of every node of ``t``'s graph."""
+    seen, stack, names = set(), [t.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.append(node.op.__name__)
+        stack.extend(node.edges)
+    return names
+
+
+def test_each_direction_of_each_layer_is_one_node():
+    lstm = cg.nn.LSTM(5, HIDDEN, num_layers=2, bidirectional=True)
+    out, _ = lstm(cg.randn(9, 3, 5, rng=0))
+    names = _ops(out)
+    assert names.count("Recurrence") == 4  # no per-step nodes
+    assert "Sigmoid" not in names and "Tanh" not in names

@@ -5,10 +5,11 @@ shapes, initialisation U(+-1/sqrt(hidden_size)), gate order, input and state sha
 (batched or not) as ``torch.nn``.
 
 A layer's input share of the gates is one matrix product over the whole sequence
-(``x W_ih^T + b_ih``, (L, N, gates)); its steps (:mod:`.recurrent_steps`) then add the
-hidden state's share one time step at a time.  Everything is composed of differentiable
-Tensor operations: gradients of any order, float64 too.  Packed sequences are not
-supported (pad the batch instead).
+(``x W_ih^T + b_ih``, (L, N, gates)); each direction then runs as one
+:class:`..tensor.recurrent.Recurrence` node over the time steps (its backward is
+back-propagation through time; under ``create_graph``, the differentiated composed
+steps: gradients of any order).  The cells run the composed steps.  Packed sequences
+are not supported (pad the batch instead).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from ..functional.dropout import dropout as _dropout
 from ..functional.layer_input import layer_input
 from ..tensor import Tensor, cat, stack, zeros
 from ..tensor.args import check_dtype
+from ..tensor.recurrent import STEPS, Recurrence
 from . import init
 from .conv import _positive_int
 from .module import Module, Parameter
-from .recurrent_steps import STEPS
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
 
@@ -162,9 +163,9 @@ class RNNBase(Module):
             raise ValueError(f"{fn}: input of shape {tuple(input.shape)} has no time steps")
         lstm = self.mode == "LSTM"
         h0, c0 = self._initial_state(fn, x, hx, batched, lstm)
-        step, _ = STEPS[self.mode]
-        extra = (("relu" if self.mode == "RNN_RELU" else "tanh"),)
         finals = []
+        steps, n = x.shape[:2]
+        size = steps * n * h0.shape[-1]
         for layer in range(self.num_layers):
             outputs = []
             for d, suffix in enumerate(self._suffixes(layer)):
@@ -173,16 +174,13 @@ class RNNBase(Module):
                 if b_ih is not None:
                     gx = gx + b_ih
                 k = layer * self._directions + d
-                state = (h0[k], c0[k]) if lstm else (h0[k],)
-                args = (w_hh, b_hh, w_hr) if lstm else (w_hh, b_hh) + (
-                    extra if self.mode.startswith("RNN") else ())
-                shares = gx.unbind(0)
-                ys: list = [None] * len(shares)
-                for t in (range(len(shares)) if d == 0 else reversed(range(len(shares)))):
-                    state = step(shares[t], state, *args)
-                    ys[t] = state[0]
-                outputs.append(stack(ys, 0))
-                finals.append(state)
+                out = Recurrence.apply(gx, h0[k], c0[k] if lstm else None, w_hh, b_hh, w_hr,
+                                       mode=self.mode, reverse=d == 1)
+                ys = out[:size].reshape(steps, n, h0.shape[-1])
+                outputs.append(ys)
+                last = ys[steps - 1] if d == 0 else ys[0]  # the direction's final state
+                finals.append((last, out[size:].reshape(n, self.hidden_size)) if lstm
+                              else (last,))
             x = outputs[0] if len(outputs) == 1 else cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = _dropout(x, self.dropout, True)
