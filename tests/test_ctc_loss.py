@@ -181,3 +181,17 @@ def test_layer_and_wrong_arguments():
         F.ctc_loss(lp[0, 0], tg, il, tl)
     with pytest.raises(TypeError, match="input_lengths has dtype"):
         F.ctc_loss(lp, tg, np.array([1.5, 2, 3, 4]), tl)
+
+
+def test_the_likelihood_is_one_node():
+    tg, il, tl = _case(0, False)
+    x = cg.tensor(_rng("node").standard_normal((T, N, C)), requires_grad=True)
+    loss = F.ctc_loss(x, tg, il, tl, reduction="sum")
+    seen, stack, names = set(), [loss.grad_fn], []
+    while stack:
+        node = stack.pop()
+        if node is not None and id(node) not in seen:
+            seen.add(id(node))
+            names.append(node.op.__name__)
+            stack.extend(node.edges)
+    assert names.count("CTCNegLogLikelihood") == 1 and len(names) < 10, names

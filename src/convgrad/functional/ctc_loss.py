@@ -5,10 +5,12 @@
 order, each repeated, with blanks between and around; a repeated label needs a blank
 between its copies) of the product of the alignment's per-step probabilities.  The
 forward variables ``alpha_t(s)`` (log probability of the prefix of the blank-extended
-target up to state ``s`` after step ``t``) are computed step by step from differentiable
-Tensor operations in float64, so the gradient is the exact gradient of this loss with
-respect to ``log_probs`` (torch's adds ``exp(log_probs)``, which a preceding
-``log_softmax`` cancels: through one, the two agree) and exists to every order.
+target up to state ``s`` after step ``t``) are computed in float64, each sample's
+likelihood as one node (:mod:`..tensor.ctc`: its gradient from the backward variables,
+and under ``create_graph`` from the recursion composed of differentiable operations),
+so the gradient is the exact gradient of this loss with respect to ``log_probs``
+(torch's adds ``exp(log_probs)``, which a preceding ``log_softmax`` cancels: through
+one, the two agree) and exists to every order.
 """
 
 from __future__ import annotations
@@ -18,14 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor, as_tensor, cat, where
+from ..tensor import Tensor, as_tensor, where
+from ..tensor.ctc import CTCNegLogLikelihood
 from .loss import reduction_arg
 
 __all__ = ["ctc_loss"]
 
-# log(0) for states no alignment reaches yet: finite, so that exp(NEG - NEG) is 1 and no
-# gradient is NaN; a loss at this scale means no alignment at all (an infinite loss)
-NEG = -1e300
+# a loss at this scale means no alignment at all (an infinite loss)
 IMPOSSIBLE = 1e299
 
 
@@ -38,18 +39,6 @@ def _ints(fn: str, name: str, value: Any, shape: tuple | None = None) -> np.ndar
     if shape is not None and arr.shape != shape:
         raise ValueError(f"{fn}: {name} of shape {arr.shape} must be {shape}")
     return arr.astype(np.int64)
-
-
-def _lse3(a: Tensor, b: Tensor, c: Tensor) -> Tensor:
-    """``log(e^a + e^b + e^c)`` elementwise, shifted by their (constant) maximum: the
-    gradient is the three softmax weights, as if unshifted."""
-    m = Tensor(np.maximum(np.maximum(a.data, b.data), c.data))
-    return m + ((a - m).exp() + (b - m).exp() + (c - m).exp()).log()
-
-
-def _cat(pad: Tensor, alpha: Tensor, k: int) -> Tensor:
-    """``alpha`` moved ``k`` states along, ``pad`` (NEG) coming in."""
-    return cat([pad, alpha[:, :alpha.shape[1] - k]], 1)
 
 
 def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any,
@@ -109,21 +98,7 @@ def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: A
         ext[i, 1:2 * len(r):2] = r
     skip = np.zeros((n, states), bool)  # s may come from s - 2: a label unlike the last
     skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    x = lp.double()
-    emit = x.gather(2, np.broadcast_to(ext, (steps, n, states)).copy())
-    start = np.full((n, states), False)
-    start[:, 0] = True
-    start[:, 1] = tl > 0
-    alpha = where(start, emit[0], NEG) if steps else Tensor(np.full((n, states), NEG))
-    skip_t = Tensor(skip)
-    for t in range(1, steps):
-        a2 = where(skip_t, _cat(Tensor(np.full((n, 2), NEG)), alpha, 2), NEG)
-        new = emit[t] + _lse3(alpha, _cat(Tensor(np.full((n, 1), NEG)), alpha, 1), a2)
-        alpha = where((t < il)[:, None], new, alpha)  # a finished sample keeps its last
-    last = alpha.gather(1, np.stack([2 * tl, np.maximum(2 * tl - 1, 0)], 1))
-    last = where(np.stack([np.ones(n, bool), tl > 0], 1), last, NEG)
-    ll = _lse3(last[:, 0], last[:, 1], Tensor(np.full(n, NEG)))
-    loss = -ll
+    loss = CTCNegLogLikelihood.apply(lp.double(), ext=ext, skip=skip, il=il, tl=tl)
     if steps == 0 or np.any(il == 0):  # no steps: only an empty target has an alignment
         loss = where(il == 0, np.where(tl == 0, 0.0, np.inf), loss)
     impossible = loss.data >= IMPOSSIBLE
