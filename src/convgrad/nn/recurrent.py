@@ -54,6 +54,19 @@ def _reset(module: Module, hidden_size: int, rng: Any) -> None:
         init.uniform_(p, -bound, bound, rng)
 
 
+def _ends_with_input_size(fn: str, x: Tensor, input_size: int) -> None:
+    if x.shape[-1] != input_size:
+        raise ValueError(f"{fn}: input of shape {tuple(x.shape)} must end with "
+                         f"input_size={input_size}")
+
+
+def _check_pair(fn: str, hx: Any) -> None:
+    """An LSTM's given state must be the pair (h_0, c_0)."""
+    if hx is not None and not (isinstance(hx, tuple | list) and len(hx) == 2):
+        raise TypeError(f"{fn}: hx must be a tuple (h_0, c_0) of two Tensors, got "
+                        f"{type(hx).__name__}")
+
+
 def _state_arg(fn: str, name: str, value: Any, shape: tuple, x: Tensor) -> Tensor:
     """A given initial state checked against ``shape`` (zeros when None)."""
     if value is None:
@@ -151,9 +164,7 @@ class RNNBase(Module):
         if x.ndim not in (2, 3):
             raise ValueError(f"{fn}: input of shape {tuple(x.shape)} must be 3-d ((L, N, "
                              "H_in), or (N, L, H_in) with batch_first) or 2-d (L, H_in)")
-        if x.shape[-1] != self.input_size:
-            raise ValueError(f"{fn}: input of shape {tuple(x.shape)} must end with "
-                             f"input_size={self.input_size}")
+        _ends_with_input_size(fn, x, self.input_size)
         batched = x.ndim == 3
         if not batched:
             x = x.unsqueeze(1)
@@ -199,9 +210,8 @@ class RNNBase(Module):
         k = self.num_layers * self._directions
         shape_h = (k, n, self.proj_size or self.hidden_size)
         shape_c = (k, n, self.hidden_size)
-        if lstm and hx is not None and not (isinstance(hx, tuple | list) and len(hx) == 2):
-            raise TypeError(f"{fn}: hx must be a tuple (h_0, c_0) of two Tensors, got "
-                            f"{type(hx).__name__}")
+        if lstm:
+            _check_pair(fn, hx)
         given = (hx if lstm else (hx, None)) if hx is not None else (None, None)
         if not batched:  # the states without their batch dim
             given = tuple(None if v is None else _unbatched_state(fn, v, x) for v in given)
@@ -306,16 +316,12 @@ class RNNCellBase(Module):
         if x.ndim not in (1, 2):
             raise ValueError(f"{fn}: input of shape {tuple(x.shape)} must be (N, "
                              f"input_size) or (input_size,)")
-        if x.shape[-1] != self.input_size:
-            raise ValueError(f"{fn}: input of shape {tuple(x.shape)} must end with "
-                             f"input_size={self.input_size}")
+        _ends_with_input_size(fn, x, self.input_size)
         batched = x.ndim == 2
         if not batched:
             x = x.unsqueeze(0)
-        if states == 2 and hx is not None and not (
-                isinstance(hx, tuple | list) and len(hx) == 2):
-            raise TypeError(f"{fn}: hx must be a tuple (h_0, c_0) of two Tensors, got "
-                            f"{type(hx).__name__}")
+        if states == 2:
+            _check_pair(fn, hx)
         given = (None,) * states if hx is None else (tuple(hx) if states == 2 else (hx,))
         shape = (x.shape[0], self.hidden_size)
         state = []
