@@ -15,11 +15,13 @@ import convgrad.metrics  # noqa: F401 (registers its Functions, if any)
 from convgrad.autograd import OUTPUT, Function
 from convgrad.ops import ConvSpec, jit
 from convgrad.tensor import conv as C
+from convgrad.tensor import ctc as CTC
 from convgrad.tensor import elementwise as E
 from convgrad.tensor import gather as G
 from convgrad.tensor import hooks as H
 from convgrad.tensor import math_methods as MM
 from convgrad.tensor import pooling as P
+from convgrad.tensor import recurrent as REC
 from convgrad.tensor import reduce as R
 from convgrad.tensor import resampling as RS
 from convgrad.tensor import shape as S
@@ -185,6 +187,13 @@ SAMPLES = {
     G.ScatterAdd: (lambda a: G.ScatterAdd.apply(a, index=IDX, dim=1, shape=(2, 3)),
                    [arr(2, 3)]),
     G.Cumsum: (lambda a: G.Cumsum.apply(a, dim=1), [arr(2, 3)]),
+    G.Unpool: (lambda a: G.Unpool.apply(a, index=IDX[None], length=4), [arr(1, 2, 3)]),
+    REC.Recurrence: (lambda gx, h0, c0, w, b: REC.Recurrence.apply(
+        gx, h0, c0, w, b, None, mode="LSTM", reverse=False),
+        [arr(3, 2, 8), arr(2, 2), arr(2, 2), arr(8, 2), arr(8)]),
+    CTC.CTCNegLogLikelihood: (lambda x: CTC.CTCNegLogLikelihood.apply(
+        x, ext=np.array([[0, 1, 0, 2, 0]]), skip=np.array([[0, 0, 0, 1, 0]], bool),
+        il=np.array([4]), tl=np.array([2])), [arr(4, 1, 3, low=-2.0, high=-0.5)]),
     H.BackwardHookOut: (lambda a: H.BackwardHookOut.apply(a, state=_HookState(), index=0),
                         [arr(2, 3)]),
     H.BackwardHookIn: (lambda a: H.BackwardHookIn.apply(a, state=_HookState(), index=0),
