@@ -7,7 +7,8 @@ differentiates the composed steps instead, so gradients of every order exist.
 ``gx`` is the input's share of the gates, ``x W_ih^T + b_ih`` for the whole sequence;
 each step adds the hidden state's share ``h W_hh^T + b_hh``.  Gate order and arithmetic
 are torch's.  Measured on a (T=32, N=16) bidirectional LSTM(32, 48) of a small CRNN:
-the composed steps took 20 ms forward and about 50 backward, as one node each (torch: 8
+its forward took 20 ms as composed steps (a dozen Tensor operations a step, ~30 us
+each), 5 ms as one node a direction; its backward about 50 ms against 12 (torch: 8 ms
 for the whole training step).
 """
 
