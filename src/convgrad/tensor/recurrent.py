@@ -108,9 +108,11 @@ class Recurrence(Function):
         ys = np.empty((gx.shape[0], *h0.shape), gx.dtype)
         saved = []
         for t in steps:
-            gates = gx[t] + h @ w_hh.T
+            gates = h @ w_hh.T  # the hidden state's share (GRU: split before the sum)
             if b_hh is not None:
                 gates += b_hh
+            if mode != "GRU":
+                gates = gx[t] + gates
             if mode == "LSTM":
                 pi, pf, pg, po = np.split(gates, 4, 1)
                 i, f, g, o = _sigmoid(pi), _sigmoid(pf), np.tanh(pg), _sigmoid(po)
@@ -120,9 +122,8 @@ class Recurrence(Function):
                 saved.append((h, c_prev, i, f, g, o, tc, raw))
                 h = raw if w_hr is None else raw @ w_hr.T
             elif mode == "GRU":
-                gh = h @ w_hh.T + (0 if b_hh is None else b_hh)
                 xr, xz, xn = np.split(gx[t], 3, 1)
-                hr, hz, hn = np.split(gh, 3, 1)
+                hr, hz, hn = np.split(gates, 3, 1)
                 r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
                 n = np.tanh(xn + r * hn)
                 saved.append((h, r, z, n, hn))
