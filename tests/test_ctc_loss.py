@@ -183,15 +183,19 @@ def test_layer_and_wrong_arguments():
         F.ctc_loss(lp, tg, np.array([1.5, 2, 3, 4]), tl)
 
 
-def test_the_likelihood_is_one_node():
+def test_the_likelihood_is_one_node_and_its_kernels_ran():
     tg, il, tl = _case(0, False)
     x = cg.tensor(_rng("node").standard_normal((T, N, C)), requires_grad=True)
-    loss = F.ctc_loss(x, tg, il, tl, reduction="sum")
-    seen, stack, names = set(), [loss.grad_fn], []
-    while stack:
-        node = stack.pop()
-        if node is not None and id(node) not in seen:
-            seen.add(id(node))
-            names.append(node.op.__name__)
-            stack.extend(node.edges)
+    with cg.profile() as prof:
+        loss = F.ctc_loss(x, tg, il, tl, reduction="sum")
+        seen, stack, names = set(), [loss.grad_fn], []
+        while stack:
+            node = stack.pop()
+            if node is not None and id(node) not in seen:
+                seen.add(id(node))
+                names.append(node.op.__name__)
+                stack.extend(node.edges)
+        loss.backward()
     assert names.count("CTCNegLogLikelihood") == 1 and len(names) < 10, names
+    assert [(e.name, e.algorithm) for e in prof.of("ctc")] == [("ctc_forward", "numpy"),
+                                                              ("ctc_backward", "numpy")]

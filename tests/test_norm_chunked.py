@@ -203,3 +203,24 @@ def test_loops_on_the_pool_where_numba_threads_are_not_thread_safe(channels_last
     assert len(calls) == 4 and min(calls) > 1  # stats, forward, the backward's two passes
     for a, b_ in zip(out, expected):
         np.testing.assert_array_equal(a, b_)
+
+
+@pytest.mark.parametrize("shape", [(8, 256, 8, 8), (8, 512, 4, 4)])
+def test_small_arrays_are_cut_into_four_chunks_whatever_the_threads(shape, monkeypatch,
+                                                                     algo):
+    """ResNet-18's late layers (2^16-2^17 elements, under four chunks) are cut into four,
+    a function of the size alone: the same bits on one and on three threads, within
+    twice torch's float32 error (oracle: torch float64)."""
+    assert len(normalization._cut(shape, True, None).parts) == 4
+    x = _input(shape, True)
+    g = RNG.standard_normal(shape).astype(np.float32)
+    w, b = _params(shape[1])
+    results = []
+    for threads in (1, 3):
+        monkeypatch.setattr(parallel, "num_threads", lambda t=threads: t)
+        out, ran = _run(x, w, b, g)
+        assert set(ran.values()) == {algo}
+        results.append(out)
+    for a, b_ in zip(*results):
+        np.testing.assert_array_equal(a, b_)
+    _as_accurate_as_torch(results[0], x, w, b, g)

@@ -238,9 +238,15 @@ def _ops(t) -> list[str]:
     return names
 
 
-def test_each_direction_of_each_layer_is_one_node():
+def test_each_direction_of_each_layer_is_one_node_and_its_kernels_ran():
     lstm = cg.nn.LSTM(5, HIDDEN, num_layers=2, bidirectional=True)
-    out, _ = lstm(cg.randn(9, 3, 5, rng=0))
-    names = _ops(out)
+    with cg.profile() as prof:
+        out, _ = lstm(cg.randn(9, 3, 5, rng=0))
+        names = _ops(out)
+        out.sum().backward()
     assert names.count("Recurrence") == 4  # no per-step nodes
     assert "Sigmoid" not in names and "Tanh" not in names
+    ran = [(e.name, e.algorithm) for e in prof.of("recurrent")]
+    assert sorted(set(ran)) == [("recurrence_backward", "numpy"),
+                                ("recurrence_forward", "numpy")]
+    assert len(ran) == 8  # each direction of each layer, once each way

@@ -20,15 +20,12 @@ from typing import Any
 
 import numpy as np
 
+from ..ops.ctc import IMPOSSIBLE
 from ..tensor import Tensor, as_tensor, where
 from ..tensor.ctc import CTCNegLogLikelihood
 from .loss import reduction_arg
 
 __all__ = ["ctc_loss"]
-
-# a loss at this scale means no alignment at all (an infinite loss)
-IMPOSSIBLE = 1e299
-
 
 def _ints(fn: str, name: str, value: Any, shape: tuple | None = None) -> np.ndarray:
     arr = np.asarray(value.data if isinstance(value, Tensor) else value)

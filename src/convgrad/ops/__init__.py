@@ -7,11 +7,13 @@ declares every kernel family (``prefer`` checks names against them).
 """
 
 from . import (  # noqa: F401 (each declares its kernel family)
+    ctc,
     eltwise,
     gather,
     matmul,
     normalization,
     pooling,
+    recurrence,
     resampling,
     similarity,
     softmax,

@@ -1,7 +1,7 @@
 """Recurrent layers' time steps: each step composed of differentiable Tensor operations
 (:data:`STEPS`), and :class:`Recurrence`, one direction of one layer over a whole
-sequence as one node: a NumPy loop over the steps forward, and back-propagation through
-time (the derivatives below) for its gradient.  Under ``create_graph`` its backward
+sequence as one node, whose kernels (a NumPy loop over the steps, and back-propagation
+through time) are :mod:`..ops.recurrence`'s.  Under ``create_graph`` its backward
 differentiates the composed steps instead, so gradients of every order exist.
 
 ``gx`` is the input's share of the gates, ``x W_ih^T + b_ih`` for the whole sequence;
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function, grad, is_grad_enabled
+from ..ops.recurrence import recurrence_backward, recurrence_forward
 from .tensor import Tensor, stack
 from .tensor import concatenate as cat
 
@@ -86,12 +87,6 @@ def composed(mode: str, gx: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor,
     return cat([out, state[1].reshape(-1)], 0) if mode == "LSTM" else out
 
 
-def _sigmoid(v: np.ndarray) -> np.ndarray:
-    from scipy.special import expit  # (imported on first use: ~70 ms)
-
-    return expit(v)
-
-
 class Recurrence(Function):
     """One direction of one recurrent layer over the whole sequence: the hidden states
     ``(L, N, H_out)``, flat, then (LSTM) the last cell state ``(N, H)``, flat.  Inputs
@@ -103,40 +98,8 @@ class Recurrence(Function):
     def forward(ctx: Context, gx: np.ndarray, h0: np.ndarray, c0: Any, w_hh: np.ndarray,
                 b_hh: Any, w_hr: Any, mode: str, reverse: bool) -> np.ndarray:
         ctx.mode, ctx.reverse = mode, reverse
-        steps = range(gx.shape[0] - 1, -1, -1) if reverse else range(gx.shape[0])
-        h, c = h0, c0
-        ys = np.empty((gx.shape[0], *h0.shape), gx.dtype)
-        saved = []
-        for t in steps:
-            gates = h @ w_hh.T  # the hidden state's share (GRU: split before the sum)
-            if b_hh is not None:
-                gates += b_hh
-            if mode != "GRU":
-                gates = gx[t] + gates
-            if mode == "LSTM":
-                pi, pf, pg, po = np.split(gates, 4, 1)
-                i, f, g, o = _sigmoid(pi), _sigmoid(pf), np.tanh(pg), _sigmoid(po)
-                c_prev, c = c, f * c + i * g
-                tc = np.tanh(c)
-                raw = o * tc
-                saved.append((h, c_prev, i, f, g, o, tc, raw))
-                h = raw if w_hr is None else raw @ w_hr.T
-            elif mode == "GRU":
-                xr, xz, xn = np.split(gx[t], 3, 1)
-                hr, hz, hn = np.split(gates, 3, 1)
-                r, z = _sigmoid(xr + hr), _sigmoid(xz + hz)
-                n = np.tanh(xn + r * hn)
-                saved.append((h, r, z, n, hn))
-                h = n + z * (h - n)
-            else:
-                h_prev = h
-                h = np.tanh(gates) if mode == "RNN_TANH" else np.maximum(gates, 0)
-                saved.append((h_prev, h))
-            ys[t] = h
-        ctx.saved_steps = saved
-        if mode == "LSTM":
-            return np.concatenate([ys.reshape(-1), c.reshape(-1)])
-        return ys.reshape(-1)
+        out, ctx.saved_steps = recurrence_forward(gx, h0, c0, w_hh, b_hh, w_hr, mode, reverse)
+        return out
 
     @staticmethod
     def backward(ctx: Context, g_out: Tensor) -> tuple:
@@ -147,55 +110,10 @@ class Recurrence(Function):
             out = composed(ctx.mode, *tensors, ctx.reverse)
             found = iter(grad(out, wanted, g_out, create_graph=True, allow_unused=True))
             return tuple(next(found) if need else None for need in ctx.needs_input_grad)
-        gx, h0, c0, w_hh, b_hh, w_hr = (getattr(t, "data", t) for t in inputs)
-        g = g_out.data
-        length = gx.shape[0]
-        size = length * h0.size
-        d_ys = g[:size].reshape(length, *h0.shape)
-        d_gx = np.zeros_like(gx)
-        d_whh = np.zeros_like(w_hh)
-        d_whr = None if w_hr is None else np.zeros_like(w_hr)
-        d_bhh = None if b_hh is None else np.zeros(w_hh.shape[0], gx.dtype)
-        dh = np.zeros_like(h0)
-        dc = g[size:].reshape(c0.shape).copy() if ctx.mode == "LSTM" else None
-        order = range(length) if ctx.reverse else range(length - 1, -1, -1)
-        saved = ctx.saved_steps
-        for k, t in enumerate(order):
-            s = saved[length - 1 - k]  # the step taken at time t
-            dh = dh + d_ys[t]
-            if ctx.mode == "LSTM":
-                h_prev, c_prev, i, f, gg, o, tc, raw = s
-                # h = (o tanh c) W_hr^T; c = f c_prev + i g; the gates' derivatives
-                # sigmoid' = s (1 - s), tanh' = 1 - t^2
-                if w_hr is not None:
-                    d_whr += dh.T @ raw
-                    dh = dh @ w_hr
-                dc = dc + dh * o * (1 - tc * tc)
-                d_pre = np.concatenate([dc * gg * i * (1 - i), dc * c_prev * f * (1 - f),
-                                        dc * i * (1 - gg * gg), dh * tc * o * (1 - o)], 1)
-                dc = dc * f
-                d_gh = d_pre
-            elif ctx.mode == "GRU":
-                h_prev, r, z, nn, hn = s
-                # h' = n + z (h - n); n = tanh(xn + r hn); r, z sigmoids
-                dn = dh * (1 - z) * (1 - nn * nn)
-                dz = dh * (h_prev - nn) * z * (1 - z)
-                dr = dn * hn * r * (1 - r)
-                d_pre = np.concatenate([dr, dz, dn], 1)
-                d_gh = np.concatenate([dr, dz, dn * r], 1)
-                dh_direct = dh * z
-            else:
-                h_prev, h = s
-                # h' = act(pre): tanh' = 1 - h'^2, relu' = [pre > 0]
-                d_pre = dh * (1 - h * h) if ctx.mode == "RNN_TANH" else dh * (h > 0)
-                d_gh = d_pre
-            d_gx[t] = d_pre
-            d_whh += d_gh.T @ h_prev
-            if d_bhh is not None:
-                d_bhh += d_gh.sum(0)
-            dh = d_gh @ w_hh + (dh_direct if ctx.mode == "GRU" else 0)
+        arrays = [getattr(t, "data", t) for t in inputs]
+        grads = recurrence_backward(g_out.data, *arrays, ctx.mode, ctx.reverse,
+                                    ctx.saved_steps)
         needs = ctx.needs_input_grad
-        grads = (d_gx, dh, dc, d_whh, d_bhh, d_whr)
         return tuple(Tensor._wrap(v) if need and v is not None else None
                      for v, need in zip(grads, needs))
 
