@@ -19,6 +19,7 @@ from convgrad.tensor import ctc as CTC
 from convgrad.tensor import elementwise as E
 from convgrad.tensor import gather as G
 from convgrad.tensor import hooks as H
+from convgrad.tensor import linear as LIN
 from convgrad.tensor import math_methods as MM
 from convgrad.tensor import pooling as P
 from convgrad.tensor import recurrent as REC
@@ -126,6 +127,7 @@ SAMPLES = {
                  [arr(1, 3)]),
     S.Concatenate: (lambda a, b: S.Concatenate.apply(a, b, dim=0), [arr(2, 3), arr(1, 3)]),
     S.MatMul: (lambda a, b: S.MatMul.apply(a, b), [arr(2, 3), arr(3, 4)]),
+    LIN.Linear: (lambda x, w, b: LIN.Linear.apply(x, w, b), [arr(2, 3), arr(4, 3), arr(4)]),
     C.Conv: (lambda x, w, b: F.conv1d(x, w, b), [arr(2, 2, 5), arr(3, 2, 2), arr(3)]),
     C.ConvReLU: (lambda x, w, b: C.ConvReLU.apply(x, w, b, spec=SPEC_1D, y_shape=(2, 3, 4),
                                                   slope=0.1),

@@ -250,3 +250,16 @@ def test_each_direction_of_each_layer_is_one_node_and_its_kernels_ran():
     assert sorted(set(ran)) == [("recurrence_backward", "numpy"),
                                 ("recurrence_forward", "numpy")]
     assert len(ran) == 8  # each direction of each layer, once each way
+
+
+@pytest.mark.parametrize("name", ["RNNCell", "LSTMCell", "GRUCell"])
+def test_a_cell_is_one_step_of_the_node(name):
+    cell = getattr(cg.nn, name)(5, HIDDEN)
+    with cg.profile() as prof:
+        out = cell(cg.randn(3, 5, rng=1))
+        names = _ops(out[0] if isinstance(out, tuple) else out)
+        (out[0] if isinstance(out, tuple) else out).sum().backward()
+    assert names.count("Recurrence") == 1 and names.count("Linear") == 1
+    assert "Sigmoid" not in names and "Tanh" not in names
+    assert [e.name for e in prof.of("recurrent")] == ["recurrence_forward",
+                                                      "recurrence_backward"]

@@ -27,6 +27,7 @@ from .dropout import dropout, dropout1d, dropout2d, dropout3d
 from .embedding import embedding
 from .grid_sample import affine_grid, grid_sample
 from .interpolate import interpolate
+from .linear import linear
 from .local_response_norm import local_response_norm
 from .loss import (
     cross_entropy,
@@ -105,5 +106,5 @@ __all__ = [
     "margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
     "gaussian_nll_loss", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d",
-    "lp_pool2d", "lp_pool3d", "ctc_loss",
+    "lp_pool2d", "lp_pool3d", "ctc_loss", "linear",
 ]

@@ -16,6 +16,7 @@ import numpy as np
 from ..devices import check_device
 from ..functional import activation as Fa
 from ..functional.layer_input import layer_input
+from ..functional.linear import linear as _linear
 from ..functional.unfold import fold as _fold
 from ..functional.unfold import unfold as _unfold
 from ..tensor import Tensor, as_tensor
@@ -67,8 +68,7 @@ class Linear(Module):
         if x.ndim < 1 or x.shape[-1] != self.in_features:
             raise ValueError(f"Linear: input of shape {x.shape} must end with "
                              f"in_features={self.in_features}")
-        y = x @ self.weight.T
-        return y if self.bias is None else y + self.bias
+        return _linear(x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

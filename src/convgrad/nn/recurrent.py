@@ -8,7 +8,8 @@ A layer's input share of the gates is one matrix product over the whole sequence
 (``x W_ih^T + b_ih``, (L, N, gates)); each direction then runs as one
 :class:`..tensor.recurrent.Recurrence` node over the time steps (its backward is
 back-propagation through time; under ``create_graph``, the differentiated composed
-steps: gradients of any order).  The cells run the composed steps.  Packed sequences
+steps: gradients of any order).  A cell is one step of the same node (its input share
+one ``F.linear``).  Packed sequences
 are not supported (pad the batch instead).
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 from ..devices import check_device
 from ..functional.dropout import dropout as _dropout
 from ..functional.layer_input import layer_input
+from ..functional.linear import linear as _linear
 from ..tensor import Tensor, cat, stack, zeros
 from ..tensor.args import check_dtype
 from ..tensor.recurrent import STEPS, Recurrence
@@ -181,9 +183,7 @@ class RNNBase(Module):
             outputs = []
             for d, suffix in enumerate(self._suffixes(layer)):
                 w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(suffix)
-                gx = x @ w_ih.T
-                if b_ih is not None:
-                    gx = gx + b_ih
+                gx = _linear(x, w_ih, b_ih)
                 k = layer * self._directions + d
                 out = Recurrence.apply(gx, h0[k], c0[k] if lstm else None, w_hh, b_hh, w_hr,
                                        mode=self.mode, reverse=d == 1)
@@ -333,13 +333,13 @@ class RNNCellBase(Module):
                                      f"too, got shape {tuple(v.shape)}")
                 v = v.unsqueeze(0)
             state.append(_state_arg(fn, name, v, shape, x))
-        gx = x @ self.weight_ih.T
-        if self.bias_ih is not None:
-            gx = gx + self.bias_ih
-        step, _ = STEPS[self._mode]
-        extra = (None,) if self._mode == "LSTM" else (
-            ("relu" if self._mode == "RNN_RELU" else "tanh",) if self._mode != "GRU" else ())
-        out = step(gx, tuple(state), self.weight_hh, self.bias_hh, *extra)
+        # one step of the layers' Recurrence node (its kernels, its backward)
+        lstm = self._mode == "LSTM"
+        gx = _linear(x, self.weight_ih, self.bias_ih).unsqueeze(0)
+        flat = Recurrence.apply(gx, state[0], state[1] if lstm else None, self.weight_hh,
+                                self.bias_hh, None, mode=self._mode, reverse=False)
+        out = flat.reshape(2, *shape) if lstm else flat.reshape(1, *shape)
+        out = (out[0], out[1]) if lstm else (out[0],)
         return out if batched else tuple(v.squeeze(0) for v in out)
 
     def extra_repr(self) -> str:
