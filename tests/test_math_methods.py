@@ -126,3 +126,23 @@ def test_function_forms_are_the_methods():
                                torch.softmax(torch.tensor(a), 1).numpy(), rtol=1e-12)
     with pytest.raises(AttributeError, match="no_such"):
         cg.no_such_function  # noqa: B018
+
+
+@pytest.mark.parametrize("name", ["tril", "triu"])
+@pytest.mark.parametrize("diagonal", [-1, 0, 2])
+def test_triangles_equal_torchs(name, diagonal):
+    x = RNG.standard_normal((2, 4, 5))
+    results = []
+    for lib in (torch, cg):
+        t = lib.tensor(x, requires_grad=True)
+        y = getattr(lib, name)(t, diagonal)
+        (g,) = lib.autograd.grad((y * y).sum(), t, create_graph=True)
+        (h,) = lib.autograd.grad((g * t).sum(), t)
+        results.append([a.detach().numpy() for a in (y, g, h)] +
+                       [getattr(lib.ones(3, 3), name)(diagonal).detach().numpy()])
+    for o, e in zip(results[1], results[0]):
+        np.testing.assert_array_equal(o, e)
+    with pytest.raises(ValueError, match="tril: input of shape \\(3,\\) must have at least 2"):
+        cg.tril(cg.ones(3))
+    with pytest.raises(TypeError, match="triu: diagonal=0.5 must be an int"):
+        cg.ones(2, 2).triu(0.5)

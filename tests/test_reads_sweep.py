@@ -127,6 +127,7 @@ SAMPLES = {
                  [arr(1, 3)]),
     S.Concatenate: (lambda a, b: S.Concatenate.apply(a, b, dim=0), [arr(2, 3), arr(1, 3)]),
     S.MatMul: (lambda a, b: S.MatMul.apply(a, b), [arr(2, 3), arr(3, 4)]),
+    MM.Triangle: (lambda a: MM.Triangle.apply(a, lower=True, diagonal=0), [arr(3, 3)]),
     LIN.Linear: (lambda x, w, b: LIN.Linear.apply(x, w, b), [arr(2, 3), arr(4, 3), arr(4)]),
     C.Conv: (lambda x, w, b: F.conv1d(x, w, b), [arr(2, 2, 5), arr(3, 2, 2), arr(3)]),
     C.ConvReLU: (lambda x, w, b: C.ConvReLU.apply(x, w, b, spec=SPEC_1D, y_shape=(2, 3, 4),

@@ -11,6 +11,7 @@ from .adaptive_pooling import (
     adaptive_max_pool2d,
     adaptive_max_pool3d,
 )
+from .attention import scaled_dot_product_attention
 from .binary_loss import binary_cross_entropy, binary_cross_entropy_with_logits
 from .conv import (
     conv1d,
@@ -107,4 +108,5 @@ __all__ = [
     "triplet_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
     "gaussian_nll_loss", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d",
     "lp_pool2d", "lp_pool3d", "ctc_loss", "linear",
+    "scaled_dot_product_attention",
 ]

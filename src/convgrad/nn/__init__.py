@@ -28,6 +28,7 @@ from .activation import (
     Tanhshrink,
     Threshold,
 )
+from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
@@ -127,6 +128,13 @@ from .resampling import (
     UpsamplingNearest2d,
 )
 from .state import IncompatibleKeys
+from .transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional", "init", "modules", "parallel", "Module", "Parameter", "Sequential",
@@ -156,5 +164,7 @@ __all__ = [
     "CosineEmbeddingLoss", "TripletMarginLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss",
     "GaussianNLLLoss", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
     "GRUCell", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d",
-    "LPPool3d", "CTCLoss",
+    "LPPool3d", "CTCLoss", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
+    "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+    "TransformerDecoderLayer",
 ]

@@ -27,7 +27,7 @@ METHOD_FORMS = frozenset({
     "repeat_interleave", "roll", "flip", "gather", "topk", "sort", "argsort", "all", "any",
     "numel", "clone", "mul", "multiply", "add", "sub", "subtract", "div", "divide",
     "true_divide", "masked_fill", "t", "amax", "amin", "unbind", "movedim", "logical_not",
-    "eq", "ne", "lt", "le", "gt", "ge", "index_select", "scatter", "equal",
+    "eq", "ne", "lt", "le", "gt", "ge", "index_select", "scatter", "equal", "tril", "triu",
 })
 
 

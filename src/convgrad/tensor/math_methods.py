@@ -201,6 +201,29 @@ class Extremum(Function):
         return ga, gb
 
 
+class Triangle(Function):
+    """``tril`` / ``triu``: the last two dims' lower (upper) triangle from the
+    ``diagonal``-th diagonal, zeros elsewhere.  A mask, so the gradient is the same
+    triangle of the output's."""
+
+    reads = ()
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, lower: bool, diagonal: int) -> np.ndarray:
+        ctx.lower, ctx.diagonal = lower, diagonal
+        return np.tril(x, diagonal) if lower else np.triu(x, diagonal)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        return Triangle.apply(grad, lower=ctx.lower, diagonal=ctx.diagonal)
+
+
+def _diagonal(fn: str, diagonal: Any) -> int:
+    if isinstance(diagonal, bool) or not isinstance(diagonal, int | np.integer):
+        raise TypeError(f"{fn}: diagonal={diagonal!r} must be an int")
+    return int(diagonal)
+
+
 class MathMethodsMixin:
     """The methods; ``self`` is a Tensor."""
 
@@ -208,6 +231,21 @@ class MathMethodsMixin:
 
     def log1p(self) -> Tensor:
         return Log1p.apply(self._floating())
+
+    def _triangle(self, fn: str, lower: bool, diagonal: Any) -> Tensor:
+        if self.ndim < 2:
+            raise ValueError(f"{fn}: input of shape {tuple(self.shape)} must have at least "
+                             "2 dims")
+        k = _diagonal(fn, diagonal)
+        if self.data.dtype.kind != "f":  # integer and bool tensors: no gradient to carry
+            return _t()._wrap(np.tril(self.data, k) if lower else np.triu(self.data, k))
+        return Triangle.apply(self, lower=lower, diagonal=k)
+
+    def tril(self, diagonal: int = 0) -> Tensor:
+        return self._triangle("tril", True, diagonal)
+
+    def triu(self, diagonal: int = 0) -> Tensor:
+        return self._triangle("triu", False, diagonal)
 
     def expm1(self) -> Tensor:
         return Expm1.apply(self._floating())

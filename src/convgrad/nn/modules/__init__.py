@@ -25,10 +25,12 @@ from . import (  # noqa: F401
     pooling,
     rnn,
     sparse,
+    transformer,
     upsampling,
 )
 from .module import Module
 
 __all__ = ["Module", "activation", "batchnorm", "channelshuffle", "container", "conv", "distance",
            "dropout", "flatten", "fold", "instancenorm", "linear", "loss", "module",
-           "normalization", "padding", "pixelshuffle", "pooling", "rnn", "sparse", "upsampling"]
+           "normalization", "padding", "pixelshuffle", "pooling", "rnn", "sparse", "transformer",
+           "upsampling"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..attention import NonDynamicallyQuantizableLinear
 from ..layers import Identity, Linear
 
-__all__ = ["Identity", "Linear"]
+__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
