@@ -32,7 +32,7 @@ from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from .embedding import CosineSimilarity, Embedding, PairwiseDistance
+from .embedding import CosineSimilarity, Embedding, EmbeddingBag, PairwiseDistance
 from .layers import (
     Flatten,
     Fold,
@@ -166,5 +166,5 @@ __all__ = [
     "GRUCell", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d",
     "LPPool3d", "CTCLoss", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-    "TransformerDecoderLayer",
+    "TransformerDecoderLayer", "EmbeddingBag",
 ]

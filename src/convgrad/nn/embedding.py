@@ -10,6 +10,7 @@ import numpy as np
 from ..devices import check_device
 from ..functional import distance as Fd
 from ..functional.embedding import embedding, padding_row
+from ..functional.embedding_bag import MODES, embedding_bag
 from ..tensor import Tensor, as_tensor
 from ..tensor.args import check_dtype
 from ..tensor.args import number as _real
@@ -17,7 +18,7 @@ from . import init
 from .conv import _positive_int
 from .module import Module, Parameter
 
-__all__ = ["CosineSimilarity", "Embedding", "PairwiseDistance"]
+__all__ = ["CosineSimilarity", "Embedding", "EmbeddingBag", "PairwiseDistance"]
 
 
 class Embedding(Module):
@@ -85,6 +86,68 @@ class Embedding(Module):
             s += f", max_norm={self.max_norm}"
         if self.norm_type != 2:
             s += f", norm_type={self.norm_type}"
+        return s
+
+
+class EmbeddingBag(Module):
+    """Each bag's sum, mean or max of the rows of a (num_embeddings, embedding_dim)
+    ``weight`` drawn from N(0, 1) (the ``padding_idx`` row zero); see
+    :func:`convgrad.functional.embedding_bag`.  ``forward(input, offsets=None,
+    per_sample_weights=None)``."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm: float | None = None,
+                 norm_type: float = 2.0, scale_grad_by_freq: bool = False, mode: str = "mean",
+                 sparse: bool = False, _weight: Any = None, include_last_offset: bool = False,
+                 padding_idx: int | None = None, device: Any = None, dtype: Any = None, *,
+                 rng: Any = None) -> None:
+        super().__init__()
+        fn = "EmbeddingBag"
+        check_device(fn, device)
+        self.num_embeddings = _positive_int("num_embeddings", num_embeddings, fn)
+        self.embedding_dim = _positive_int("embedding_dim", embedding_dim, fn)
+        self.max_norm = None if max_norm is None else _real(fn, "max_norm", max_norm)
+        self.norm_type = _real(fn, "norm_type", norm_type)
+        if mode not in MODES:
+            raise ValueError(f"{fn}: mode={mode!r} must be one of {MODES}")
+        for name, flag in (("scale_grad_by_freq", scale_grad_by_freq), ("sparse", sparse)):
+            if flag:
+                raise ValueError(f"{fn}: {name}=True is not supported; expected False")
+        self.mode, self.scale_grad_by_freq, self.sparse = mode, False, False
+        self.include_last_offset = bool(include_last_offset)
+        self.padding_idx = padding_row(fn, padding_idx, num_embeddings)
+        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+        if _weight is None:
+            self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dt))
+            self.reset_parameters(rng)
+        else:
+            w = np.array(_weight.data if isinstance(_weight, Tensor) else _weight,
+                         dtype=dt if dtype is not None else None, copy=True)
+            if w.shape != (num_embeddings, embedding_dim):
+                raise ValueError(f"{fn}: _weight of shape {w.shape} must be "
+                                 f"({num_embeddings}, {embedding_dim})")
+            self.weight = Parameter(w)
+
+    def reset_parameters(self, rng: Any = None) -> None:
+        """N(0, 1) weights, the padding row zeroed, as torch."""
+        init.normal_(self.weight, rng=init._generator(rng, "EmbeddingBag"))
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0
+
+    def forward(self, input: Any, offsets: Any = None,  # noqa: A002 (torch's name)
+                per_sample_weights: Any = None) -> Tensor:
+        return embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                             False, self.mode, False, per_sample_weights,
+                             self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self) -> str:
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        s += f", mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
         return s
 
 

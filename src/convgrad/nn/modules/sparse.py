@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from ..embedding import Embedding
+from ..embedding import Embedding, EmbeddingBag
 
-__all__ = ["Embedding"]
+__all__ = ["Embedding", "EmbeddingBag"]
