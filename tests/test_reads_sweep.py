@@ -16,6 +16,7 @@ from convgrad.autograd import OUTPUT, Function
 from convgrad.ops import ConvSpec, jit
 from convgrad.tensor import conv as C
 from convgrad.tensor import ctc as CTC
+from convgrad.tensor import einsum as EIN
 from convgrad.tensor import elementwise as E
 from convgrad.tensor import gather as G
 from convgrad.tensor import hooks as H
@@ -127,6 +128,8 @@ SAMPLES = {
                  [arr(1, 3)]),
     S.Concatenate: (lambda a, b: S.Concatenate.apply(a, b, dim=0), [arr(2, 3), arr(1, 3)]),
     S.MatMul: (lambda a, b: S.MatMul.apply(a, b), [arr(2, 3), arr(3, 4)]),
+    MM.LogBase: (lambda a: MM.LogBase.apply(a, base=2), [arr(2, 3, low=0.5, high=2.0)]),
+    EIN.Einsum: (lambda a, b: EIN.Einsum.apply(a, b, spec="ij,jk->ik"), [arr(2, 3), arr(3, 4)]),
     MM.Triangle: (lambda a: MM.Triangle.apply(a, lower=True, diagonal=0), [arr(3, 3)]),
     LIN.Linear: (lambda x, w, b: LIN.Linear.apply(x, w, b), [arr(2, 3), arr(4, 3), arr(4)]),
     C.Conv: (lambda x, w, b: F.conv1d(x, w, b), [arr(2, 2, 5), arr(3, 2, 2), arr(3)]),

@@ -11,7 +11,14 @@ command); ``random`` holds the one seeded generator behind ``cg.manual_seed``.
 from __future__ import annotations
 
 from . import accelerator, backends, cuda, functional, ops
-from .autograd import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (
+    enable_grad,
+    grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from .devices import device
 from .dtypes import bool as bool  # (torch's names; not in __all__: they shadow builtins)
 from .dtypes import (
@@ -68,17 +75,20 @@ from .tensor import (
     zeros,
     zeros_like,
 )
+from .tensor.einsum import einsum
 from .tensor.functions import (
     abs,
     clamp,
     clip,
     exp,
     flatten,
+    is_tensor,
     log,
     matmul,
     max,
     mean,
     min,
+    outer,
     permute,
     pow,
     reshape,
@@ -115,7 +125,7 @@ __all__ = [
     "int64", "long", "uint8", "full", "empty", "zeros_like", "ones_like", "full_like",
     "empty_like", "rand", "rand_like", "randn_like", "randint", "randperm", "arange", "linspace",
     "eye", "from_dlpack", "memory_format", "contiguous_format", "channels_last",
-    "channels_last_3d", "preserve_format",
+    "channels_last_3d", "preserve_format", "einsum", "inference_mode", "is_tensor", "outer",
 ]
 
 

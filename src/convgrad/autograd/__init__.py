@@ -15,7 +15,7 @@ from .function import (
     register_tensor_type,
     tensor_type,
 )
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 
 __all__ = [
     "OUTPUT",
@@ -28,6 +28,7 @@ __all__ = [
     "is_grad_enabled",
     "mark_modified",
     "no_grad",
+    "inference_mode",
     "register_tensor_type",
     "set_grad_enabled",
 ]

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["enable_grad", "is_grad_enabled", "no_grad", "set_grad_enabled"]
+__all__ = ["enable_grad", "inference_mode", "is_grad_enabled", "no_grad", "set_grad_enabled"]
 
 
 class _GradMode(threading.local):
@@ -92,3 +92,35 @@ class set_grad_enabled(_GradModeSwitch):
     def __call__(self, fn: Callable) -> Callable:
         _mode.enabled = self._saved.pop()  # decorating must not change the mode now
         return super().__call__(fn)
+
+
+class inference_mode(_GradModeSwitch):
+    """``with inference_mode():``, ``@inference_mode()`` or ``@inference_mode``: torch's
+    inference mode is ``no_grad`` here (nothing recorded; tensors made inside stay
+    ordinary tensors); ``inference_mode(False)`` leaves the grad mode as it is."""
+
+    def __new__(cls, mode: Any = True):
+        self = super().__new__(cls)
+        if callable(mode):  # bare decorator: inference_mode(fn)
+            self.__init__(True)
+            return self(mode)
+        return self
+
+    def __init__(self, mode: Any = True) -> None:
+        super().__init__()
+        self._disable = bool(mode) if not callable(mode) else True
+
+    def __enter__(self) -> None:
+        self._saved.append(_mode.enabled)
+        if self._disable:
+            _mode.enabled = False
+
+    def __call__(self, fn: Callable) -> Callable:
+        disable = self._disable
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            with inference_mode(disable):
+                return fn(*args, **kwargs)
+
+        return wrapper

@@ -23,7 +23,7 @@ from .conv import (
     conv_transpose3d,
 )
 from .ctc_loss import ctc_loss
-from .distance import cosine_similarity, pairwise_distance
+from .distance import cosine_similarity, normalize, pairwise_distance
 from .dropout import dropout, dropout1d, dropout2d, dropout3d
 from .embedding import embedding
 from .embedding_bag import embedding_bag
@@ -109,5 +109,5 @@ __all__ = [
     "triplet_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
     "gaussian_nll_loss", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d",
     "lp_pool2d", "lp_pool3d", "ctc_loss", "linear",
-    "scaled_dot_product_attention", "embedding_bag",
+    "scaled_dot_product_attention", "embedding_bag", "normalize",
 ]

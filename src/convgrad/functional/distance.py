@@ -1,5 +1,6 @@
 """Distances and similarities between two batches of vectors: ``cosine_similarity`` and
-``pairwise_distance`` (torch's formulas, made of differentiable Tensor operations)."""
+``pairwise_distance``, and ``normalize`` (vectors to unit norm); torch's formulas, made
+of differentiable Tensor operations."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _real
 from ..tensor.operands import widened
 
-__all__ = ["broadcast_floats", "cosine_similarity", "pairwise_distance"]
+__all__ = ["broadcast_floats", "cosine_similarity", "normalize", "pairwise_distance"]
 
 
 def broadcast_floats(fn: str, *tensors: Any) -> list[Tensor]:
@@ -65,3 +66,15 @@ def pairwise_distance(x1: Any, x2: Any, p: float = 2.0, eps: float = 1e-6,
     if p == 2:
         return (d * d).sum(dim, keepdim=keepdim).sqrt()
     return (d.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+
+
+def normalize(input: Any, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: A002
+              out: Any = None) -> Tensor:
+    """``input / max(||input||_p, eps)`` along ``dim`` (torch's ``F.normalize``)."""
+    fn = "normalize"
+    if out is not None:
+        raise ValueError(f"{fn}: out= is not supported; use the returned tensor")
+    x = as_tensor(input)._floating()
+    d = _dim(fn, dim, x.ndim)
+    p = np.inf if p == np.inf and not isinstance(p, bool) else _real(fn, "p", p)
+    return x / x.norm(p, d, keepdim=True).clamp(min=_real(fn, "eps", eps))

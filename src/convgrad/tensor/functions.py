@@ -14,7 +14,7 @@ from .tensor import Tensor, as_tensor
 __all__ = [
     "METHOD_FORMS", "abs", "clamp", "clip", "exp", "flatten", "log", "matmul", "max", "mean",
     "min", "method_form", "permute", "pow", "reshape", "sqrt", "squeeze", "sum", "transpose",
-    "unsqueeze",
+    "unsqueeze", "outer", "is_tensor",
 ]
 
 #: torch's functions that are its Tensor methods with the tensor first
@@ -28,6 +28,7 @@ METHOD_FORMS = frozenset({
     "numel", "clone", "mul", "multiply", "add", "sub", "subtract", "div", "divide",
     "true_divide", "masked_fill", "t", "amax", "amin", "unbind", "movedim", "logical_not",
     "eq", "ne", "lt", "le", "gt", "ge", "index_select", "scatter", "equal", "tril", "triu",
+    "log2", "log10", "logsumexp", "isclose", "allclose",
 })
 
 
@@ -101,6 +102,20 @@ def pow(x: Any, exponent: Any) -> Tensor:
 
 def matmul(a: Any, b: Any) -> Tensor:
     return as_tensor(a) @ b
+
+
+def outer(a: Any, b: Any) -> Tensor:
+    """``a[i] b[j]`` of two 1-d tensors (torch's ``outer``)."""
+    a, b = as_tensor(a), as_tensor(b)
+    if a.ndim != 1 or b.ndim != 1:
+        raise ValueError(f"outer: expected two 1-d tensors, got shapes {tuple(a.shape)} and "
+                         f"{tuple(b.shape)}")
+    return a.reshape(-1, 1) * b.reshape(1, -1)
+
+
+def is_tensor(obj: Any) -> bool:
+    """Whether ``obj`` is a convgrad Tensor."""
+    return isinstance(obj, Tensor)
 
 
 

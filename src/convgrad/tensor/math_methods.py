@@ -201,6 +201,27 @@ class Extremum(Function):
         return ga, gb
 
 
+class LogBase(Function):
+    """``log2`` / ``log10``: NumPy's own (float32 evaluated in float64 and rounded once),
+    not ``log(x) / ln(base)`` with its second rounding."""
+
+    reads = (0,)
+    _UFUNCS = {2: np.log2, 10: np.log10}
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, base: int) -> np.ndarray:
+        ctx.base = base
+        if x.dtype == np.float32:  # NumPy's float32 log10 is off by 2.2x torch's error
+            return LogBase._UFUNCS[base](x.astype(np.float64)).astype(np.float32)
+        return LogBase._UFUNCS[base](x)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        # d log_b(x)/dx = 1 / (x ln b)
+        x = ctx.inputs[0]
+        return grad / (x * float(np.log(ctx.base)))
+
+
 class Triangle(Function):
     """``tril`` / ``triu``: the last two dims' lower (upper) triangle from the
     ``diagonal``-th diagonal, zeros elsewhere.  A mask, so the gradient is the same
@@ -231,6 +252,32 @@ class MathMethodsMixin:
 
     def log1p(self) -> Tensor:
         return Log1p.apply(self._floating())
+
+    def log2(self) -> Tensor:
+        return LogBase.apply(self._floating(), base=2)
+
+    def log10(self) -> Tensor:
+        return LogBase.apply(self._floating(), base=10)
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> Tensor:
+        """``log(sum(exp(x)))`` over ``dim`` without overflow: shifted by the (constant)
+        maximum, an infinite maximum by 0 (torch's); its gradient is the softmax."""
+        x = self._floating()
+        m = x.amax(dim, keepdim=True).data
+        m = np.where(np.isfinite(m), m, 0).astype(x.dtype)
+        s = (x - _t()._wrap(m)).exp().sum(dim, keepdim=keepdim).log()
+        return s + _t()._wrap(m if keepdim else m.reshape(s.shape))
+
+    def isclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
+                equal_nan: bool = False) -> Tensor:
+        """``|a - b| <= atol + rtol |b|`` elementwise (bool, no gradient), as torch."""
+        b = other.data if isinstance(other, _t()) else other
+        return _t()._wrap(np.isclose(self.data, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+    def allclose(self, other: Any, rtol: float = 1e-05, atol: float = 1e-08,
+                 equal_nan: bool = False) -> bool:
+        b = other.data if isinstance(other, _t()) else other
+        return bool(np.allclose(self.data, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
     def _triangle(self, fn: str, lower: bool, diagonal: Any) -> Tensor:
         if self.ndim < 2:

@@ -204,15 +204,22 @@ class TorchMethodsMixin:
 
     def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False) -> Tensor:
         """The vector p-norm over ``dim`` (all if None): ``'fro'``/2, 1, inf, or any p > 0."""
-        if p in ("fro", 2, 2.0):
-            return (self * self).sum(dim, keepdim=keepdim).sqrt()
         if p == 1:
             return self.abs().sum(dim, keepdim=keepdim)
         if p in (float("inf"), "inf"):
             return self.abs().amax(dim, keepdim)
-        if isinstance(p, bool) or not isinstance(p, Real) or p <= 0:
+        two = p in ("fro", 2, 2.0)
+        if not two and (isinstance(p, bool) or not isinstance(p, Real) or p <= 0):
             raise ValueError(f"norm: p={p!r} must be 'fro', inf or a number > 0")
-        return (self.abs() ** p).sum(dim, keepdim=keepdim) ** (1.0 / p)
+        s = (self * self if two else self.abs() ** p).sum(dim, keepdim=keepdim)
+        # the root of a zero sum is 0 with gradient 0 there, as torch's norm (the root's
+        # own derivative is infinite at 0, which would give 0 * inf = NaN)
+        zero = s.data == 0
+        if not zero.any():
+            return s.sqrt() if two else s ** (1.0 / p)
+        safe = operands.where(zero, s.data.dtype.type(1), s)
+        root = safe.sqrt() if two else safe ** (1.0 / p)
+        return operands.where(zero, s.data.dtype.type(0), root)
 
     def amax(self, dim: Any = None, keepdim: bool = False) -> Tensor:
         return self.max(tuple(range(self.ndim)) if dim is None else
