@@ -27,6 +27,7 @@ CASES = [  # (shape, memory format, dim)
     ((64, 1000), "contiguous", 1),                   # a classifier's
     ((64, 1000), "contiguous", 0),
     ((4, 21, 24, 24), "channels_last", 3),          # another dim of a channels-last array
+    ((3, 40000), "contiguous", 1),                   # rows longer than the exp chunk
 ]
 
 
@@ -94,6 +95,24 @@ def test_softmax_loops_keep_nan_and_inf_as_numpy(log):
     err = np.abs(ours[finite] - t64[finite]).max()
     t_err = np.abs(t32[finite] - t64[finite]).max()
     assert err <= 2 * max(t_err, 1e-7 * np.abs(t64[finite]).max()), (err, t_err)
+
+
+@pytest.mark.parametrize("log", [True, False], ids=["log_softmax", "softmax"])
+def test_long_rows_with_a_nan_or_inf_are_numpys(log):
+    """Rows (a language model's vocabulary): a NaN anywhere on a row (here past its
+    first chunk of exponentials), or +inf, makes the row NaN, as the NumPy reference."""
+    x = np.random.default_rng(3).standard_normal((4, 40000)).astype(np.float32)
+    x[0, 35000] = np.nan
+    x[1, 0] = np.nan
+    x[2, 7] = np.inf
+    fn = F.log_softmax if log else F.softmax
+    with cg.profile() as prof:
+        ours = fn(cg.tensor(x), 1).data
+    assert [e.algorithm for e in prof.of("softmax")] == [LOOPS]
+    with prefer("numpy"), np.errstate(invalid="ignore"):
+        ref = fn(cg.tensor(x), 1).data
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(ref))
+    assert np.isnan(ours[:3]).all() and np.isfinite(ours[3]).all()
 
 
 def test_softmax_second_order_through_the_rule():
