@@ -21,6 +21,29 @@ from .module import Module, Parameter
 __all__ = ["CosineSimilarity", "Embedding", "EmbeddingBag", "PairwiseDistance"]
 
 
+def _table(module: Module, fn: str, weight: Any, dtype: Any, rng: Any, trainable: bool
+           ) -> None:
+    """An Embedding's or EmbeddingBag's (num_embeddings, embedding_dim) ``weight``: a copy
+    of ``weight`` (its shape checked), else drawn by ``reset_parameters``."""
+    shape = (module.num_embeddings, module.embedding_dim)
+    dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+    if weight is None:
+        module.weight = Parameter(np.empty(shape, dt))
+        module.reset_parameters(rng)
+        return
+    w = np.array(weight.data if isinstance(weight, Tensor) else weight,
+                 dtype=dt if dtype is not None else None, copy=True)
+    if w.shape != shape:
+        raise ValueError(f"{fn}: _weight of shape {w.shape} must be {shape}")
+    module.weight = Parameter(w, requires_grad=trainable)
+
+
+def _reset_table(module: Module, rng: Any, fn: str) -> None:
+    init.normal_(module.weight, rng=init._generator(rng, fn))
+    if module.padding_idx is not None:
+        module.weight.data[module.padding_idx] = 0
+
+
 class Embedding(Module):
     """``weight[input]`` for a (num_embeddings, embedding_dim) ``weight`` drawn from
     N(0, 1), the ``padding_idx`` row zero (and given no gradient); see
@@ -43,23 +66,11 @@ class Embedding(Module):
             if flag:
                 raise ValueError(f"{fn}: {name}=True is not supported; expected False")
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
-        if _weight is None:
-            self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dt))
-            self.reset_parameters(rng)
-        else:
-            w = np.array(_weight.data if isinstance(_weight, Tensor) else _weight,
-                         dtype=dt if dtype is not None else None, copy=True)
-            if w.shape != (num_embeddings, embedding_dim):
-                raise ValueError(f"{fn}: _weight of shape {w.shape} must be "
-                                 f"({num_embeddings}, {embedding_dim})")
-            self.weight = Parameter(w, requires_grad=not _freeze)
+        _table(self, fn, _weight, dtype, rng, not _freeze)
 
     def reset_parameters(self, rng: Any = None) -> None:
         """N(0, 1) weights, the padding row zeroed, as torch."""
-        init.normal_(self.weight, rng=init._generator(rng, "Embedding"))
-        if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
+        _reset_table(self, rng, "Embedding")
 
     @classmethod
     def from_pretrained(cls, embeddings: Any, freeze: bool = True,
@@ -115,23 +126,11 @@ class EmbeddingBag(Module):
         self.mode, self.scale_grad_by_freq, self.sparse = mode, False, False
         self.include_last_offset = bool(include_last_offset)
         self.padding_idx = padding_row(fn, padding_idx, num_embeddings)
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
-        if _weight is None:
-            self.weight = Parameter(np.empty((num_embeddings, embedding_dim), dt))
-            self.reset_parameters(rng)
-        else:
-            w = np.array(_weight.data if isinstance(_weight, Tensor) else _weight,
-                         dtype=dt if dtype is not None else None, copy=True)
-            if w.shape != (num_embeddings, embedding_dim):
-                raise ValueError(f"{fn}: _weight of shape {w.shape} must be "
-                                 f"({num_embeddings}, {embedding_dim})")
-            self.weight = Parameter(w)
+        _table(self, fn, _weight, dtype, rng, True)
 
     def reset_parameters(self, rng: Any = None) -> None:
         """N(0, 1) weights, the padding row zeroed, as torch."""
-        init.normal_(self.weight, rng=init._generator(rng, "EmbeddingBag"))
-        if self.padding_idx is not None:
-            self.weight.data[self.padding_idx] = 0
+        _reset_table(self, rng, "EmbeddingBag")
 
     def forward(self, input: Any, offsets: Any = None,  # noqa: A002 (torch's name)
                 per_sample_weights: Any = None) -> Tensor:
