@@ -32,6 +32,19 @@ def test_a_large_product_cut_into_blocks_equals_numpys(monkeypatch, sa, sb):
     np.testing.assert_array_equal(out, np.matmul(a, b))
 
 
+@pytest.mark.parametrize("sa, sb", [((256, 128, 32), (256, 32, 128)),  # attention's
+                                    ((5, 256, 512), (512, 256)),      # a broadcast matrix
+                                    ((512, 256), (3, 256, 600)),
+                                    ((1, 256, 512), (7, 512, 256))])  # a broadcast stack
+def test_a_large_stack_of_products_cut_into_runs_equals_numpys(monkeypatch, sa, sb):
+    monkeypatch.setattr(matmul, "num_threads", lambda: 2)
+    a, b = _f32(*sa), _f32(*sb)
+    with cg.profile() as prof:
+        out = matmul.matmul(a, b)
+    assert [e.algorithm for e in prof.of("matmul")] == ["threads"]
+    np.testing.assert_array_equal(out, np.matmul(a, b))
+
+
 @pytest.mark.parametrize("why, a, b", [
     ("small", _f32(16, 64), _f32(64, 32)),
     ("batched", _f32(3, 64, 512), _f32(3, 512, 512)),

@@ -1,6 +1,7 @@
 """Matrix products: NumPy's ``matmul`` with BLAS held at one thread, a large 2-d product
-cut into blocks (of rows, or of columns when the output is wider than tall) on the
-thread pool (:func:`.parallel.run_chunks`).
+cut into blocks (of rows, or of columns when the output is wider than tall), and a large
+stack of products (attention's batched ones) into runs of the stack, on the thread pool
+(:func:`.parallel.run_chunks`).
 
 A multi-threaded OpenBLAS call leaves its threads spinning, waiting for more work, long
 after it returns, and every kernel after it whose OpenMP threads need those cores waits
@@ -40,10 +41,26 @@ _FLOAT = (np.dtype(np.float32), np.dtype(np.float64))
 
 def matmul(a: Any, b: Any) -> Any:
     """``np.matmul(a, b)``, one ``matmul`` event: ``threads`` for a large float 2-d
-    product (blocks of rows or columns on the pool, BLAS on one thread each), else ``numpy`` (one
-    call, BLAS on one thread; NumPy's semantics for every other operand)."""
+    product (blocks of rows or columns on the pool, BLAS on one thread each) or a large
+    3-d stack of them (runs of the stack), else ``numpy`` (one call, BLAS on one thread;
+    NumPy's semantics for every other operand)."""
     shapes = (tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ())))
     with MATMUL.record("matmul", *shapes) as rec:
+        batches = _batches(a, b)
+        if batches is not None:  # a stack of products: runs of the stack on the pool
+            out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+                           + (a.shape[-2], b.shape[-1]), np.result_type(a, b))
+            a3, b3 = (np.broadcast_to(v, out.shape[:-2] + v.shape[-2:]) for v in (a, b))
+            macs = a.shape[-2] * a.shape[-1] * b.shape[-1]
+
+            def run(c0: int, c1: int) -> int:
+                np.matmul(a3[c0:c1], b3[c0:c1], out=out[c0:c1])
+                return 2 * (c1 - c0) * macs
+
+            rec.algorithm = "threads"
+            rec.flops = run_chunks([lambda c0=c0, c1=c1: run(c0, c1)
+                                    for c0, c1 in zip(batches, batches[1:])])
+            return out
         blocks = _blocks(a, b)
         if blocks is None:
             rec.algorithm = "numpy"
@@ -64,6 +81,26 @@ def matmul(a: Any, b: Any) -> Any:
         rec.flops = run_chunks([lambda c0=c0, c1=c1: block(c0, c1)
                                 for c0, c1 in zip(blocks, blocks[1:])])
         return out
+
+
+def _batches(a: Any, b: Any) -> list[int] | None:
+    """The cuts of the first dim of a stack of float products worth cutting (3-d
+    operands, or one 2-d operand broadcast against a 3-d one), else None: each run of the
+    stack is NumPy's loop of BLAS calls on one thread, so every product is computed as
+    in one call, bit for bit."""
+    if (MATMUL.pinned() == "numpy" or type(a) is not np.ndarray or type(b) is not np.ndarray
+            or a.dtype not in _FLOAT or b.dtype != a.dtype or max(a.ndim, b.ndim) != 3
+            or min(a.ndim, b.ndim) < 2 or a.shape[-1] != b.shape[-2]):
+        return None
+    try:
+        lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        return None
+    count = lead[0]
+    parts = min(num_threads(), count)
+    if parts < 2 or count * a.shape[-2] * a.shape[-1] * b.shape[-1] < MIN_THREADED_MACS:
+        return None
+    return [count * i // parts for i in range(parts + 1)]
 
 
 def _blocks(a: Any, b: Any) -> list[int] | None:
