@@ -10,9 +10,11 @@ convolutions) took 89-113 ms so, 43.5 ms with OpenBLAS on one thread (torch 39-4
 on 2 cores of an Intel Xeon.  The pool's threads wait on a lock instead.  A block of
 rows is computed as the whole product computes those rows: measured, the row blocks of
 MNIST's products and of (16, 512) x (512, 512), (1000, 300) x (300, 200) equal the whole
-product bit for bit (and column blocks alike), so the cut changes no result.  (oneDNN's
-matmul, on the OpenMP threads the convolutions use, would keep both threads without
-either cost; not built yet.)
+product bit for bit (and column blocks alike), so the cut changes no result.  oneDNN's
+matmul (its ``brg:avx512_core`` kernels, on the OpenMP threads) was measured and not
+taken: 0-48% faster on a transformer's and a classifier's products, but its float32
+error against float64 reached 2.46x torch's on positive operands ((2048, 2048) x
+(2048, 64) uniform in [0, 1): 3.0e-7 against 1.2e-7; these blocks 1.4e-7).
 """
 
 from __future__ import annotations
