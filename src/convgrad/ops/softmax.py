@@ -83,44 +83,6 @@ class _Loops:
         return lambda *arrays: rows(*(a[..., 0] for a in arrays))
 
 
-#: elements of one thread's exponentials at a time, where a row-wise softmax sums them
-#: without keeping them (a (350, 33278) log-softmax's 46 MB array of exponentials cost
-#: its page faults and a pass through memory: 36 ms against torch's 13)
-EXP_CHUNK = 1 << 15
-
-
-def _exp_sums_rows(z: np.ndarray, s: np.ndarray) -> None:
-    """``s[p] = sum exp(z[p])`` over each row of ``z`` (positions, C), in float64 by
-    NumPy's pairwise sum of each row's float32 exponentials, computed a chunk of rows
-    (or of a row) at a time into a per-task scratch array, the rows cut over the pool."""
-    rows, k = z.shape
-    n = num_threads() if z.size >= PARALLEL_MIN_SIZE else 1
-    cuts = [rows * i // n for i in range(n + 1)]
-    step = max(1, EXP_CHUNK // k)
-
-    def task(lo: int, hi: int) -> Callable[[], int]:
-        def run() -> int:
-            scratch = np.empty(min(EXP_CHUNK, k) * min(step, max(hi - lo, 1)), z.dtype)
-            if k <= EXP_CHUNK:
-                for r0 in range(lo, hi, step):
-                    r1 = min(hi, r0 + step)
-                    e = scratch[:(r1 - r0) * k].reshape(r1 - r0, k)
-                    np.exp(z[r0:r1], out=e)
-                    np.sum(e, axis=1, dtype=np.float64, out=s[r0:r1])
-                return 0
-            for r in range(lo, hi):  # a row longer than the chunk: in pieces
-                total = 0.0
-                for c0 in range(0, k, EXP_CHUNK):
-                    e = scratch[:min(k, c0 + EXP_CHUNK) - c0]
-                    np.exp(z[r, c0:c0 + EXP_CHUNK], out=e)
-                    total += float(np.sum(e, dtype=np.float64))
-                s[r] = total
-            return 0
-        return run
-
-    run_chunks([task(lo, hi) for lo, hi in zip(cuts, cuts[1:]) if hi > lo])
-
-
 def _forward_loops(x: np.ndarray, axis: int, log: bool) -> np.ndarray | None:
     out = np.empty_like(x)
     xs, outs = axis_view(x, axis), axis_view(out, axis)
@@ -131,7 +93,7 @@ def _forward_loops(x: np.ndarray, axis: int, log: bool) -> np.ndarray | None:
     lp["max_shift"](xs, np.empty(per_position, x.dtype), outs)   # z = x - max
     s = np.empty(per_position)
     if log and xs.shape[2] == 1:  # rows: s = sum exp(z) without keeping exp(z)
-        _exp_sums_rows(outs[..., 0], s[..., 0])
+        lp["exp_sums"](outs, s)
     elif log:
         e = np.empty_like(outs)
         _exp(outs.reshape(-1), e.reshape(-1))                     # e = exp(z)
@@ -211,3 +173,5 @@ def _exercise() -> None:
         lp["divide"](x, s, x)
         lp["minus_scaled"](x, x, s, x)
         lp["times_minus"](x, x, s, x)
+        if inner == 1:
+            lp["exp_sums"](x, s)

@@ -9,8 +9,10 @@ the blocks form runs along ``inner``, contiguous in memory.  Both are a ``prange
 ``outer``.  One loop body serving both cases ran 3.5x slower on rows, and the blocks
 form run on rows 2-5x slower than the rows form ((524288, 3) channels-last logits:
 ``minus_scaled`` 2.9 against 1.1 ms; (256, 1000): 0.10 against 0.03 ms).  The exponentials
-and logarithms are not here: NumPy's vector ``exp`` and ``log`` run them
-(:mod:`.softmax`); Numba calls the C library's scalar ones, 3-4x slower here.
+and logarithms are mostly not here: NumPy's vector ``exp`` and ``log`` run them
+(:mod:`.softmax`); Numba calls the C library's scalar ones, 3-4x slower here.  The one
+exception, ``exp_sums`` (a row-wise log-softmax's sum of exponentials, none kept),
+builds exp from group norm's polynomial, which vectorises.
 
 * ``max_shift``: ``out = x - max_C x`` (a NaN anywhere along the axis makes the slice's
   softmax NaN, as the NumPy reference: through the maximum along other axes, through
@@ -19,7 +21,8 @@ and logarithms are not here: NumPy's vector ``exp`` and ``log`` run them
 * ``minus`` / ``divide``: ``out = a - s`` / ``a / s``, worked out in float64 and rounded
   once;
 * ``minus_scaled``: ``out = g - e s`` (log-softmax's gradient, ``e = exp(y)``);
-* ``times_minus``: ``out = y (g - s)`` (softmax's gradient, ``s = sum g y``).
+* ``times_minus``: ``out = y (g - s)`` (softmax's gradient, ``s = sum g y``);
+* ``exp_sums`` (rows only): ``s = sum_C exp(z)`` of ``z = x - max``.
 
 NumPy's reductions over a short axis that is the innermost of memory run an inner loop
 of ``C`` elements per position: the maximum over the 3 classes of a channels-last
@@ -31,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import jit
+from .group_loops import E0, E1, E2, E3, E4, E5, E_LO, LN2_HI, LN2_LO, LOG2E
 
 __all__ = ["LANES", "loops"]
 
@@ -76,6 +80,48 @@ def _compile(numba) -> dict:
             orow = out[p]
             for c in range(k):
                 orow[c] = row[c] - v
+
+    @njit
+    def exp_sums_rows(z, s):
+        """s[p] = sum exp(z[p]) of rows z <= 0 (x less its maximum): exp(u) as group
+        norm's SiLU builds it (:mod:`.group_loops`' constants: Cephes' polynomial, the
+        power of 2 as bits, u clamped below at E_LO, where exp is under 2e-35 and the
+        sum at least 1), so the loop vectorises; no array of them is written (a
+        (350, 33278) log-softmax: 36 ms with NumPy's exp into a full-size array, 12 so;
+        torch 13)."""
+        k = z.shape[1]
+        full = k - k % LANES
+        half, one, four = np.float32(0.5), np.float32(1), np.float32(4)
+        for p in prange(z.shape[0]):
+            row = z[p]
+            part = np.zeros(LANES)
+            ep = np.empty(LANES, np.float32)
+            eb = np.empty(LANES, np.int32)
+            ef = eb.view(np.float32)
+            for c in range(0, full + LANES, LANES):
+                n = min(LANES, k - c)
+                if n <= 0:
+                    break
+                run = row[c:c + n]
+                for j in range(n):
+                    u = run[j]
+                    u = E_LO if u <= E_LO else u  # (a NaN stays: so does the row's sum)
+                    kf = np.floor(u * LOG2E + half)
+                    q = (u - kf * LN2_HI) - kf * LN2_LO
+                    e = E0
+                    e = e * q + E1
+                    e = e * q + E2
+                    e = e * q + E3
+                    e = e * q + E4
+                    e = e * q + E5
+                    ep[j] = (e * (q * q) + q + one) * four
+                    eb[j] = (np.int32(kf) + 125) << 23
+                for j in range(n):
+                    part[j] += ep[j] * ef[j]
+            t = 0.0
+            for j in range(LANES):
+                t += part[j]
+            s[p] = t
 
     @njit
     def sums_rows(a, s):
@@ -209,7 +255,8 @@ def _compile(numba) -> dict:
         ("max_shift", max_shift_rows, max_shift), ("sums", sums_rows, sums),
         ("dot_sums", dot_sums_rows, dot_sums), ("minus", minus_rows, minus),
         ("divide", divide_rows, divide), ("minus_scaled", minus_scaled_rows, minus_scaled),
-        ("times_minus", times_minus_rows, times_minus))}
+        ("times_minus", times_minus_rows, times_minus),
+        ("exp_sums", exp_sums_rows, None))}
 
 
 #: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)
