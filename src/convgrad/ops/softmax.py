@@ -116,7 +116,10 @@ def _backward_loops(g: np.ndarray, y: np.ndarray, axis: int, log: bool
         return None
     lp = _Loops(ys.shape[2])
     s = np.empty((ys.shape[0], ys.shape[2]))
-    if log:
+    if log and ys.shape[2] == 1:  # rows: exp(y) computed in the pass, not kept
+        lp["sums"](gs, s)                                         # s = sum g
+        lp["minus_scaled_exp"](gs, ys, s, outs)                   # g - exp(y) s
+    elif log:
         lp["sums"](gs, s)                                         # s = sum g
         e = np.empty_like(ys)
         _exp(ys.reshape(-1), e.reshape(-1))                       # e = exp(y), the softmax
@@ -175,3 +178,4 @@ def _exercise() -> None:
         lp["times_minus"](x, x, s, x)
         if inner == 1:
             lp["exp_sums"](x, s)
+            lp["minus_scaled_exp"](x, x, s, x)

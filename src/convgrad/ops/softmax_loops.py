@@ -11,8 +11,9 @@ form run on rows 2-5x slower than the rows form ((524288, 3) channels-last logit
 ``minus_scaled`` 2.9 against 1.1 ms; (256, 1000): 0.10 against 0.03 ms).  The exponentials
 and logarithms are mostly not here: NumPy's vector ``exp`` and ``log`` run them
 (:mod:`.softmax`); Numba calls the C library's scalar ones, 3-4x slower here.  The one
-exception, ``exp_sums`` (a row-wise log-softmax's sum of exponentials, none kept),
-builds exp from group norm's polynomial, which vectorises.
+exceptions, ``exp_sums`` and ``minus_scaled_exp`` (a row-wise log-softmax's sum of
+exponentials and its gradient, none kept), build exp from group norm's polynomial, which
+vectorises.
 
 * ``max_shift``: ``out = x - max_C x`` (a NaN anywhere along the axis makes the slice's
   softmax NaN, as the NumPy reference: through the maximum along other axes, through
@@ -22,7 +23,8 @@ builds exp from group norm's polynomial, which vectorises.
   once;
 * ``minus_scaled``: ``out = g - e s`` (log-softmax's gradient, ``e = exp(y)``);
 * ``times_minus``: ``out = y (g - s)`` (softmax's gradient, ``s = sum g y``);
-* ``exp_sums`` (rows only): ``s = sum_C exp(z)`` of ``z = x - max``.
+* ``exp_sums`` (rows only): ``s = sum_C exp(z)`` of ``z = x - max``;
+* ``minus_scaled_exp`` (rows only): ``out = g - exp(y) s``.
 
 NumPy's reductions over a short axis that is the innermost of memory run an inner loop
 of ``C`` elements per position: the maximum over the 3 classes of a channels-last
@@ -122,6 +124,39 @@ def _compile(numba) -> dict:
             for j in range(LANES):
                 t += part[j]
             s[p] = t
+
+    @njit
+    def minus_scaled_exp_rows(g, y, s, out):
+        """out = g - exp(y) s along rows (log-softmax's gradient from its output y), exp
+        as :func:`exp_sums_rows` builds it, 0 below E_LO (a -inf log-probability's
+        softmax is 0), so no array of exponentials is written."""
+        k = y.shape[1]
+        half, one, four, zero = np.float32(0.5), np.float32(1), np.float32(4), np.float32(0)
+        for p in prange(y.shape[0]):
+            gr, yr, orow, sp = g[p], y[p], out[p], s[p]
+            ep = np.empty(LANES, np.float32)
+            eb = np.empty(LANES, np.int32)
+            ef = eb.view(np.float32)
+            for c in range(0, k, LANES):
+                n = min(LANES, k - c)
+                run = yr[c:c + n]
+                for j in range(n):
+                    u = run[j]
+                    low = u < E_LO
+                    u = E_LO if low else u  # (a NaN stays)
+                    kf = np.floor(u * LOG2E + half)
+                    q = (u - kf * LN2_HI) - kf * LN2_LO
+                    e = E0
+                    e = e * q + E1
+                    e = e * q + E2
+                    e = e * q + E3
+                    e = e * q + E4
+                    e = e * q + E5
+                    ep[j] = zero if low else (e * (q * q) + q + one) * four
+                    eb[j] = (np.int32(kf) + 125) << 23
+                gs, os_ = gr[c:c + n], orow[c:c + n]
+                for j in range(n):
+                    os_[j] = gs[j] - np.float64(ep[j] * ef[j]) * sp
 
     @njit
     def sums_rows(a, s):
@@ -256,7 +291,8 @@ def _compile(numba) -> dict:
         ("dot_sums", dot_sums_rows, dot_sums), ("minus", minus_rows, minus),
         ("divide", divide_rows, divide), ("minus_scaled", minus_scaled_rows, minus_scaled),
         ("times_minus", times_minus_rows, times_minus),
-        ("exp_sums", exp_sums_rows, None))}
+        ("exp_sums", exp_sums_rows, None),
+        ("minus_scaled_exp", minus_scaled_exp_rows, None))}
 
 
 #: the compiled loops, loaded on first use (and by :func:`.jit.warm_up`)
