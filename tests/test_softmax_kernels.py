@@ -115,6 +115,25 @@ def test_long_rows_with_a_nan_or_inf_are_numpys(log):
     assert np.isnan(ours[:3]).all() and np.isfinite(ours[3]).all()
 
 
+def test_masked_scores_get_exactly_zero_probability():
+    """An attention's causal mask: -inf scores' softmax is exactly 0 (not a tiny number,
+    whose products then run on subnormals), their log-softmax -inf, and the gradient of
+    a log-softmax there exactly the incoming gradient's."""
+    x = np.random.default_rng(4).standard_normal((64, 33, 33)).astype(np.float32)
+    x += np.triu(np.full((33, 33), -np.inf, np.float32), 1)
+    with cg.profile() as prof:
+        p = F.softmax(cg.tensor(x), -1).data
+        cx = cg.tensor(x, requires_grad=True)
+        y = F.log_softmax(cx, -1)
+        g = np.ones(x.shape, np.float32)
+        y.backward(cg.tensor(g))
+    assert {e.algorithm for e in prof.of("softmax")} == {LOOPS}
+    masked = np.isneginf(x)
+    assert (p[masked] == 0).all() and (p[~masked] > 0).all()
+    assert np.isneginf(y.data[masked]).all()
+    np.testing.assert_array_equal(cx.grad.data[masked], g[masked])
+
+
 def test_softmax_second_order_through_the_rule():
     """Under create_graph the gradient is the recorded rule: a gradient of the gradient
     on a large float32 array matches torch float64's within 2x torch float32's error."""
