@@ -24,7 +24,14 @@ from .conv import (
 )
 from .ctc_loss import ctc_loss
 from .distance import cosine_similarity, normalize, pairwise_distance
-from .dropout import dropout, dropout1d, dropout2d, dropout3d
+from .dropout import (
+    alpha_dropout,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from .embedding import embedding
 from .embedding_bag import embedding_bag
 from .grid_sample import affine_grid, grid_sample
@@ -110,4 +117,5 @@ __all__ = [
     "gaussian_nll_loss", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d",
     "lp_pool2d", "lp_pool3d", "ctc_loss", "linear",
     "scaled_dot_product_attention", "embedding_bag", "normalize",
+    "alpha_dropout", "feature_alpha_dropout",
 ]

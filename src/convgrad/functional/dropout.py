@@ -1,4 +1,6 @@
-"""Dropout: ``dropout`` (elementwise) and ``dropout1d/2d/3d`` (whole channels).
+"""Dropout: ``dropout`` (elementwise) and ``dropout1d/2d/3d`` (whole channels);
+``alpha_dropout`` and ``feature_alpha_dropout``, SELU's (dropped values set to SELU's
+negative saturation, then an affine map that keeps the mean and variance).
 
 In training each element (or channel) is zeroed with probability ``p`` and the survivors
 are scaled by ``1 / (1 - p)``, so the expectation is unchanged; otherwise the input comes
@@ -16,7 +18,8 @@ import numpy as np
 
 from ..tensor import Tensor, as_tensor
 
-__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
+__all__ = ["alpha_dropout", "dropout", "dropout1d", "dropout2d", "dropout3d",
+           "feature_alpha_dropout"]
 
 
 def _probability(fn: str, p: Any) -> float:
@@ -98,3 +101,51 @@ def dropout3d(input: Any, p: float = 0.5, training: bool = True,
     if x.ndim != 5:
         return _feature_dropout(x.unsqueeze(0), p, training).squeeze(0)
     return _feature_dropout(x, p, training)
+
+
+#: SELU's negative saturation, -scale * alpha (torch's alpha dropout constant)
+ALPHA_PRIME = -1.7580993408473766
+
+
+def _alpha_masked(x: Tensor, p: float, mask_shape: tuple) -> Tensor:
+    """``a (x m + alpha' (1 - m)) + b`` with a Bernoulli(1 - p) mask ``m`` of
+    ``mask_shape``, ``a = ((1 - p)(1 + p alpha'^2))^-1/2`` and ``b = -a alpha' p`` (so a
+    zero-mean, unit-variance input keeps both); the dropped elements become
+    ``a alpha' + b``, as torch's."""
+    from ..nn.init import default_generator  # (nn imports functional: resolved at call time)
+
+    keep = default_generator().random(mask_shape) >= p
+    a = ((1.0 - p) * (1.0 + p * ALPHA_PRIME ** 2)) ** -0.5
+    b = -a * ALPHA_PRIME * p
+    scale = (keep * a).astype(x.dtype)
+    shift = ((~keep) * (a * ALPHA_PRIME) + b).astype(x.dtype)
+    return x * scale + shift
+
+
+def alpha_dropout(input: Any, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """SELU's dropout (torch's ``F.alpha_dropout``): in training each element is set
+    to SELU's negative saturation with probability ``p``, then ``a x + b`` keeps the
+    mean and variance; otherwise (and with ``p`` 0) the input as it is."""
+    p = _probability("alpha_dropout", p)
+    x = as_tensor(input)
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * np.zeros((), x.dtype)
+    return _alpha_masked(x, p, x.shape)
+
+
+def feature_alpha_dropout(input: Any, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """:func:`alpha_dropout` of whole channels (one mask entry per (sample, channel))."""
+    fn = "feature_alpha_dropout"
+    p = _probability(fn, p)
+    x = as_tensor(input)
+    if x.ndim < 2:
+        raise ValueError(f"{fn}: input of shape {x.shape} must be (N, C, *)")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * np.zeros((), x.dtype)
+    return _alpha_masked(x, p, x.shape[:2] + (1,) * (x.ndim - 2))

@@ -31,7 +31,14 @@ from .activation import (
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
+from .dropout import (
+    AlphaDropout,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+)
 from .embedding import CosineSimilarity, Embedding, EmbeddingBag, PairwiseDistance
 from .layers import (
     Flatten,
@@ -166,5 +173,6 @@ __all__ = [
     "GRUCell", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d",
     "LPPool3d", "CTCLoss", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-    "TransformerDecoderLayer", "EmbeddingBag",
+    "TransformerDecoderLayer", "EmbeddingBag", "AlphaDropout",
+    "FeatureAlphaDropout",
 ]

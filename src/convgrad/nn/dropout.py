@@ -1,15 +1,25 @@
 """Dropout layers: ``Dropout`` and ``Dropout1d/2d/3d`` (scaled in training, identity in
-evaluation; masks from the library's generator, which ``manual_seed`` seeds)."""
+evaluation; masks from the library's generator, which ``manual_seed`` seeds), and SELU's
+``AlphaDropout`` and ``FeatureAlphaDropout``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..functional.dropout import _probability, dropout, dropout1d, dropout2d, dropout3d
+from ..functional.dropout import (
+    _probability,
+    alpha_dropout,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 from ..tensor import Tensor
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d",
+           "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -49,3 +59,17 @@ class Dropout3d(_DropoutNd):
 
     def forward(self, input: Any) -> Tensor:
         return dropout3d(input, self.p, self.training)
+
+
+class AlphaDropout(_DropoutNd):
+    """SELU's dropout in training (:func:`..functional.dropout.alpha_dropout`)."""
+
+    def forward(self, input: Any) -> Tensor:
+        return alpha_dropout(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """SELU's dropout of whole channels in training."""
+
+    def forward(self, input: Any) -> Tensor:
+        return feature_alpha_dropout(input, self.p, self.training)

@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
-from ..dropout import Dropout, Dropout1d, Dropout2d, Dropout3d, _DropoutNd
+from ..dropout import (
+    AlphaDropout,
+    Dropout,
+    Dropout1d,
+    Dropout2d,
+    Dropout3d,
+    FeatureAlphaDropout,
+    _DropoutNd,
+)
 
-__all__ = ["_DropoutNd", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["_DropoutNd", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "FeatureAlphaDropout"]
