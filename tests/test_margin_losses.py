@@ -117,3 +117,54 @@ def test_shapes_that_do_not_fit():
         F.gaussian_nll_loss(a, a, cg.tensor(np.ones(4, np.float32)))
     with pytest.raises(ValueError, match=r"gaussian_nll_loss: var has negative entries"):
         F.gaussian_nll_loss(a, a, cg.tensor(-np.ones((3, 4), np.float32)))
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_multi_margin_loss_within_twice_torchs_error(p, weighted, reduction):
+    x = RNG.standard_normal((16, 7)).astype(np.float32)
+    y = RNG.integers(0, 7, 16)
+    w = RNG.uniform(0.2, 2.0, 7).astype(np.float32) if weighted else None
+    kw = {"p": p, "margin": 0.8, "reduction": reduction}
+    ours_x = cg.tensor(x, requires_grad=True)
+    out = F.multi_margin_loss(ours_x, y, weight=w, **kw)
+    r = RNG.standard_normal(out.shape).astype(np.float32)
+    (out * cg.tensor(r)).sum().backward()
+    ref = {}
+    for dtype in (torch.float64, torch.float32):
+        tx = torch.tensor(x, dtype=dtype, requires_grad=True)
+        tw = None if w is None else torch.tensor(w, dtype=dtype)
+        to = torch.nn.functional.multi_margin_loss(tx, torch.tensor(y), weight=tw, **kw)
+        (to * torch.tensor(r, dtype=dtype)).sum().backward()
+        ref[dtype] = [to.detach().double().numpy(), tx.grad.double().numpy()]
+    assert out.dtype == np.float32 and out.shape == ref[torch.float64][0].shape
+    for o, exact, theirs in zip([out.numpy(), ours_x.grad.numpy()], ref[torch.float64],
+                                ref[torch.float32]):
+        scale = max(float(np.linalg.norm(exact)), 1e-30)
+        err = float(np.linalg.norm(o.astype(np.float64) - exact)) / scale
+        torch_err = float(np.linalg.norm(theirs - exact)) / scale
+        assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+    layer = cg.nn.MultiMarginLoss(p=p, margin=0.8, weight=w, reduction=reduction)
+    np.testing.assert_array_equal(layer(cg.tensor(x), y).numpy(),
+                                  F.multi_margin_loss(cg.tensor(x), y, weight=w, **kw).numpy())
+    # unbatched: one sample, a 0-d target
+    one = F.multi_margin_loss(cg.tensor(x[0]), y[0], weight=w, **kw).numpy()
+    theirs = torch.nn.functional.multi_margin_loss(
+        torch.tensor(x[0]), torch.tensor(y[0]), weight=None if w is None else torch.tensor(w),
+        **kw).numpy()
+    np.testing.assert_allclose(one, theirs, rtol=1e-6, atol=1e-7)
+
+
+def test_multi_margin_loss_arguments():
+    a = cg.tensor(np.ones((3, 4), np.float32))
+    with pytest.raises(ValueError, match="p=3 must be 1 or 2"):
+        F.multi_margin_loss(a, [0, 1, 2], p=3)
+    with pytest.raises(ValueError, match="target of 2 class indices for an input of 3"):
+        F.multi_margin_loss(a, [0, 1])
+    with pytest.raises(IndexError, match="index 4 is out of range"):
+        F.multi_margin_loss(a, [0, 1, 4])
+    with pytest.raises(ValueError, match=r"weight of shape \(3,\) must be \(4,\)"):
+        F.multi_margin_loss(a, [0, 1, 2], weight=np.ones(3, np.float32))
+    assert repr(cg.nn.MultiMarginLoss(p=2, margin=0.5)) == repr(
+        torch.nn.MultiMarginLoss(p=2, margin=0.5))

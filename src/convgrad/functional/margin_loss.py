@@ -1,9 +1,9 @@
 """Margin, embedding and likelihood losses with ``torch.nn.functional``'s signatures:
 ``margin_ranking_loss``, ``hinge_embedding_loss``, ``soft_margin_loss``,
 ``cosine_embedding_loss``, ``triplet_margin_loss``, ``multilabel_soft_margin_loss``,
-``poisson_nll_loss`` and ``gaussian_nll_loss``, composed of differentiable Tensor
-operations (gradients of any order), ``reduction`` as the other losses
-(:func:`.loss.reduction_arg`).  float32 operands
+``multi_margin_loss``, ``poisson_nll_loss`` and ``gaussian_nll_loss``, composed of
+differentiable Tensor operations (gradients of any order), ``reduction`` as the other
+losses (:func:`.loss.reduction_arg`).  float32 operands
 are evaluated in float64 and the loss rounded once: in float32 the cosine's and the
 Poisson terms' roundings gave up to 2.5x torch's error."""
 
@@ -23,7 +23,8 @@ from .loss import reduce_loss, reduction_arg
 from .smooth_activation import logsigmoid, softplus
 
 __all__ = ["cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss",
-           "margin_ranking_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
+           "margin_ranking_loss", "multi_margin_loss", "multilabel_soft_margin_loss",
+           "poisson_nll_loss",
            "soft_margin_loss", "triplet_margin_loss"]
 
 
@@ -131,6 +132,46 @@ def multilabel_soft_margin_loss(input: Any, target: Any, weight: Any = None,  # 
     if weight is not None:
         loss = loss * as_tensor(weight)
     return _out(loss.sum(-1) / x.shape[-1], red, single)
+
+
+def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0,  # noqa: A002
+                      weight: Any = None, size_average: Any = None, reduce: Any = None,
+                      reduction: str = "mean") -> Tensor:
+    """The multi-class hinge loss: ``sum_{i != y} max(0, margin - x[y] + x[i])^p``, each
+    term times ``weight[y]`` (after the power, as torch computes it), over the C
+    classes; input (N, C) or (C,), target the class indices (N,) or ()."""
+    from .embedding import _indices
+
+    fn = "multi_margin_loss"
+    red = reduction_arg(fn, size_average, reduce, reduction)
+    if p not in (1, 2) or isinstance(p, bool):
+        raise ValueError(f"{fn}: p={p!r} must be 1 or 2")
+    x = as_tensor(input)._floating()
+    if x.ndim not in (1, 2):
+        raise ValueError(f"{fn}: input of shape {tuple(x.shape)} must be (N, C) or (C,)")
+    batched = x.ndim == 2
+    x2 = x if batched else x.unsqueeze(0)
+    c = x2.shape[1]
+    y = _indices(fn, target, c).reshape(-1)
+    if y.shape[0] != x2.shape[0]:
+        raise ValueError(f"{fn}: target of {y.shape[0]} class indices for an input of "
+                         f"{x2.shape[0]} samples")
+    (x2,), single = _wide(x2)
+    rows = np.arange(x2.shape[0])
+    picked = x2[rows, y].reshape(-1, 1)
+    z = (_real(fn, "margin", margin) - picked + x2).clamp(min=0.0)
+    if p == 2:
+        z = z * z
+    others = np.ones(x2.shape, x2.dtype)
+    others[rows, y] = 0.0  # the target's own term is left out
+    z = z * others
+    if weight is not None:
+        w = as_tensor(weight)
+        if tuple(w.shape) != (c,):
+            raise ValueError(f"{fn}: weight of shape {tuple(w.shape)} must be ({c},)")
+        z = z * w.to(x2.dtype)[y].reshape(-1, 1)
+    loss = z.sum(1) / c
+    return _out(loss if batched else loss.reshape(()), red, single)
 
 
 def poisson_nll_loss(input: Any, target: Any, log_input: bool = True,  # noqa: A002

@@ -70,6 +70,7 @@ from .margin_loss import (
     HingeEmbeddingLoss,
     MarginRankingLoss,
     MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
     PoissonNLLLoss,
     SoftMarginLoss,
     TripletMarginLoss,
@@ -173,6 +174,6 @@ __all__ = [
     "GRUCell", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d",
     "LPPool3d", "CTCLoss", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-    "TransformerDecoderLayer", "EmbeddingBag", "AlphaDropout",
+    "TransformerDecoderLayer", "EmbeddingBag", "AlphaDropout", "MultiMarginLoss",
     "FeatureAlphaDropout",
 ]

@@ -14,8 +14,8 @@ from ..tensor import Tensor
 from .loss import _Loss, _WeightedLoss
 
 __all__ = ["CTCLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
-           "MarginRankingLoss", "MultiLabelSoftMarginLoss", "PoissonNLLLoss", "SoftMarginLoss",
-           "TripletMarginLoss"]
+           "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss",
+           "SoftMarginLoss", "TripletMarginLoss"]
 
 
 class _MarginLoss(_Loss):
@@ -75,6 +75,19 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
     def forward(self, input: Any, target: Any) -> Tensor:  # noqa: A002
         return Fm.multilabel_soft_margin_loss(input, target, self.weight,
                                               reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Any = None,
+                 size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2) or isinstance(p, bool):
+            raise ValueError(f"MultiMarginLoss: p={p!r} must be 1 or 2")
+        self.p, self.margin = p, margin
+
+    def forward(self, input: Any, target: Any) -> Tensor:  # noqa: A002
+        return Fm.multi_margin_loss(input, target, self.p, self.margin, self.weight,
+                                    reduction=self.reduction)
 
 
 class PoissonNLLLoss(_Loss):
