@@ -36,7 +36,7 @@ from .embedding import embedding
 from .embedding_bag import embedding_bag
 from .grid_sample import affine_grid, grid_sample
 from .interpolate import interpolate
-from .linear import linear
+from .linear import bilinear, linear
 from .local_response_norm import local_response_norm
 from .loss import (
     cross_entropy,
@@ -119,4 +119,5 @@ __all__ = [
     "lp_pool2d", "lp_pool3d", "ctc_loss", "linear",
     "scaled_dot_product_attention", "embedding_bag", "normalize",
     "alpha_dropout", "feature_alpha_dropout", "multi_margin_loss",
+    "bilinear",
 ]

@@ -41,6 +41,7 @@ from .dropout import (
 )
 from .embedding import CosineSimilarity, Embedding, EmbeddingBag, PairwiseDistance
 from .layers import (
+    Bilinear,
     Flatten,
     Fold,
     Identity,
@@ -174,6 +175,6 @@ __all__ = [
     "GRUCell", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d",
     "LPPool3d", "CTCLoss", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-    "TransformerDecoderLayer", "EmbeddingBag", "AlphaDropout", "MultiMarginLoss",
+    "TransformerDecoderLayer", "EmbeddingBag", "AlphaDropout", "MultiMarginLoss", "Bilinear",
     "FeatureAlphaDropout",
 ]

@@ -16,6 +16,7 @@ import numpy as np
 from ..devices import check_device
 from ..functional import activation as Fa
 from ..functional.layer_input import layer_input
+from ..functional.linear import bilinear as _bilinear
 from ..functional.linear import linear as _linear
 from ..functional.unfold import fold as _fold
 from ..functional.unfold import unfold as _unfold
@@ -25,8 +26,8 @@ from . import init
 from .conv import _positive_int
 from .module import Module, Parameter
 
-__all__ = ["Flatten", "Fold", "Identity", "LeakyReLU", "Linear", "ReLU", "Sigmoid", "Tanh",
-           "Unflatten", "Unfold"]
+__all__ = ["Bilinear", "Flatten", "Fold", "Identity", "LeakyReLU", "Linear", "ReLU", "Sigmoid",
+           "Tanh", "Unflatten", "Unfold"]
 
 
 class Identity(Module):
@@ -34,6 +35,43 @@ class Identity(Module):
 
     def forward(self, x: Any) -> Any:
         return x
+
+
+class Bilinear(Module):
+    """``y = x1^T W x2 + b`` (``F.bilinear``): weight ``(out_features, in1_features,
+    in2_features)`` and bias ``(out_features,)`` drawn from U(+-1/sqrt(in1_features)),
+    as torch."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device: Any = None, dtype: Any = None, *,
+                 rng: Any = None) -> None:
+        super().__init__()
+        fn = "Bilinear"
+        check_device(fn, device)
+        self.in1_features = _positive_int("in1_features", in1_features, fn)
+        self.in2_features = _positive_int("in2_features", in2_features, fn)
+        self.out_features = _positive_int("out_features", out_features, fn)
+        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+        self.weight = Parameter(np.empty((out_features, in1_features, in2_features), dt))
+        if bias:
+            self.bias = Parameter(np.empty(out_features, dt))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters(rng)
+
+    def reset_parameters(self, rng: Any = None) -> None:
+        rng = init._generator(rng, "Bilinear")
+        bound = 1 / math.sqrt(self.in1_features)
+        init.uniform_(self.weight, -bound, bound, rng)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound, rng)
+
+    def forward(self, input1: Any, input2: Any) -> Tensor:
+        return _bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 class Linear(Module):

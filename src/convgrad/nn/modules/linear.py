@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 from ..attention import NonDynamicallyQuantizableLinear
-from ..layers import Identity, Linear
+from ..layers import Bilinear, Identity, Linear
 
-__all__ = ["Identity", "Linear", "NonDynamicallyQuantizableLinear"]
+__all__ = ["Bilinear", "Identity", "Linear", "NonDynamicallyQuantizableLinear"]
