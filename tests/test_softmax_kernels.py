@@ -115,12 +115,13 @@ def test_long_rows_with_a_nan_or_inf_are_numpys(log):
     assert np.isnan(ours[:3]).all() and np.isfinite(ours[3]).all()
 
 
-def test_masked_scores_get_exactly_zero_probability():
+@pytest.mark.parametrize("k", [33, 80])  # rows below and above softmax.MIN_FUSED_ROW
+def test_masked_scores_get_exactly_zero_probability(k):
     """An attention's causal mask: -inf scores' softmax is exactly 0 (not a tiny number,
     whose products then run on subnormals), their log-softmax -inf, and the gradient of
     a log-softmax there exactly the incoming gradient's."""
-    x = np.random.default_rng(4).standard_normal((64, 33, 33)).astype(np.float32)
-    x += np.triu(np.full((33, 33), -np.inf, np.float32), 1)
+    x = np.random.default_rng(4).standard_normal((64, k, k)).astype(np.float32)
+    x += np.triu(np.full((k, k), -np.inf, np.float32), 1)
     with cg.profile() as prof:
         p = F.softmax(cg.tensor(x), -1).data
         cx = cg.tensor(x, requires_grad=True)

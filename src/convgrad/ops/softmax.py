@@ -28,7 +28,7 @@ from .parallel import num_threads, run_chunks
 from .reduction import PARALLEL_MIN_SIZE
 from .registry import family
 
-__all__ = ["MIN_LOOP_SIZE", "SOFTMAX", "backward", "forward"]
+__all__ = ["MIN_FUSED_ROW", "MIN_LOOP_SIZE", "SOFTMAX", "backward", "forward"]
 
 #: the softmax family: ``prefer("numpy")`` pins the Functions' NumPy code
 SOFTMAX = family("softmax", ("numba", "numpy"))
@@ -36,6 +36,10 @@ SOFTMAX = family("softmax", ("numba", "numpy"))
 #: Below this many elements NumPy runs: a loop call costs ~10 us from Python, NumPy's
 #: passes over a (64, 10) classifier's logits take ~20 us.
 MIN_LOOP_SIZE = 1 << 12
+#: the shortest rows whose exponentials the compiled passes build themselves: on shorter
+#: rows (a segmentation's 3 classes, channels-last) their runs of LANES cost more per row
+#: than NumPy's exp pass (N5's (2, 3, 64, 64, 64) log-softmax: 10.1 against 5.1 ms)
+MIN_FUSED_ROW = 64
 _F32 = np.dtype(np.float32)
 
 
@@ -89,13 +93,14 @@ def _forward_loops(x: np.ndarray, axis: int, log: bool) -> np.ndarray | None:
     if xs is None or outs is None:
         return None
     lp = _Loops(xs.shape[2])
-    if not log and xs.shape[2] == 1:  # rows: the whole softmax in one compiled pass
+    fused = xs.shape[2] == 1 and xs.shape[1] >= MIN_FUSED_ROW
+    if not log and fused:  # long rows: the whole softmax in one compiled pass
         lp["softmax"](xs, outs)
         return out
     per_position = (xs.shape[0], xs.shape[2])
     lp["max_shift"](xs, np.empty(per_position, x.dtype), outs)   # z = x - max
     s = np.empty(per_position)
-    if log and xs.shape[2] == 1:  # rows: s = sum exp(z) without keeping exp(z)
+    if log and fused:  # long rows: s = sum exp(z) without keeping exp(z)
         lp["exp_sums"](outs, s)
     elif log:
         e = np.empty_like(outs)
@@ -119,7 +124,7 @@ def _backward_loops(g: np.ndarray, y: np.ndarray, axis: int, log: bool
         return None
     lp = _Loops(ys.shape[2])
     s = np.empty((ys.shape[0], ys.shape[2]))
-    if log and ys.shape[2] == 1:  # rows: exp(y) computed in the pass, not kept
+    if log and ys.shape[2] == 1 and ys.shape[1] >= MIN_FUSED_ROW:  # exp(y) in the pass
         lp["sums"](gs, s)                                         # s = sum g
         lp["minus_scaled_exp"](gs, ys, s, outs)                   # g - exp(y) s
     elif log:

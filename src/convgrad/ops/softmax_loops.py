@@ -71,19 +71,24 @@ def _compile(numba) -> dict:
             best = np.empty(LANES, x.dtype)
             for p in range(blk * ROW_BLOCK, min(rows, blk * ROW_BLOCK + ROW_BLOCK)):
                 row = x[p]
-                for j in range(LANES):
-                    best[j] = row[0]
-                for c in range(0, full, LANES):
-                    run = row[c:c + LANES]
+                v = row[0]
+                if k < 2 * LANES:  # a short row (a segmentation's few classes): one pass
+                    for c in range(1, k):
+                        u = row[c]
+                        v = u if u > v else v
+                else:
                     for j in range(LANES):
-                        u = run[j]
-                        best[j] = u if u > best[j] else best[j]
-                v = best[0]
-                for j in range(LANES):
-                    v = best[j] if best[j] > v else v
-                for c in range(full, k):
-                    u = row[c]
-                    v = u if u > v else v
+                        best[j] = v
+                    for c in range(0, full, LANES):
+                        run = row[c:c + LANES]
+                        for j in range(LANES):
+                            u = run[j]
+                            best[j] = u if u > best[j] else best[j]
+                    for j in range(LANES):
+                        v = best[j] if best[j] > v else v
+                    for c in range(full, k):
+                        u = row[c]
+                        v = u if u > v else v
                 m[p] = v
                 orow = out[p]
                 for c in range(k):
