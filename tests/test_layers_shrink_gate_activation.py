@@ -151,3 +151,34 @@ def test_bad_arguments_raise_errors_naming_them():
         y = cg.nn.LogSoftmax()(cg.tensor(a))
     np.testing.assert_allclose(y.numpy(), torch.log_softmax(torch.from_numpy(a), 1).numpy(),
                                rtol=1e-5, atol=1e-6)
+
+
+def test_rrelu_is_torchs():
+    """Evaluation: torch's (the mean slope), value and gradient; training: each negative
+    element scaled by its own slope in [lower, upper], the gradient that slope, positive
+    ones untouched."""
+    x = np.random.default_rng(5).standard_normal(5000)
+    x[:3] = [0.0, -0.0, np.nan]
+    ours = cg.tensor(x, requires_grad=True)
+    theirs = torch.tensor(x, requires_grad=True)
+    y = cg.nn.functional.rrelu(ours, 0.1, 0.3)
+    t = torch.nn.functional.rrelu(theirs, 0.1, 0.3, training=False)
+    np.testing.assert_array_equal(y.numpy(), t.detach().numpy())
+    y.sum().backward()
+    t.sum().backward()
+    np.testing.assert_array_equal(ours.grad.numpy()[3:], theirs.grad.numpy()[3:])
+    layer = cg.nn.RReLU(0.1, 0.3)
+    assert repr(layer) == repr(torch.nn.RReLU(0.1, 0.3))
+    xt = cg.tensor(x[3:], requires_grad=True)
+    z = layer(xt)
+    z.sum().backward()
+    neg = x[3:] <= 0
+    slopes = z.numpy()[neg] / x[3:][neg]
+    assert (slopes >= 0.1 - 1e-12).all() and (slopes <= 0.3 + 1e-12).all()
+    assert slopes.std() > 0.03  # random, not the mean
+    np.testing.assert_allclose(xt.grad.numpy()[neg], slopes, rtol=1e-12)
+    np.testing.assert_array_equal(z.numpy()[~neg], x[3:][~neg])
+    layer.eval()
+    np.testing.assert_array_equal(layer(cg.tensor(x)).numpy(), y.numpy())
+    with pytest.raises(ValueError, match="lower=0.5 must be <= upper=0.2"):
+        cg.nn.RReLU(0.5, 0.2)

@@ -69,6 +69,7 @@ from .piecewise_activation import (
     mish,
     prelu,
     relu6,
+    rrelu,
     softshrink,
     threshold,
 )
@@ -119,5 +120,5 @@ __all__ = [
     "lp_pool2d", "lp_pool3d", "ctc_loss", "linear",
     "scaled_dot_product_attention", "embedding_bag", "normalize",
     "alpha_dropout", "feature_alpha_dropout", "multi_margin_loss",
-    "bilinear",
+    "bilinear", "rrelu",
 ]

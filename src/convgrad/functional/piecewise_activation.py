@@ -1,8 +1,9 @@
 """Piecewise activations of ``torch.nn.functional``: ``hardtanh``, ``relu6``,
-``hardswish``, ``mish``, ``prelu``, ``hardsigmoid``, ``threshold``, ``hardshrink`` and
-``softshrink``, each made of differentiable Tensor operations (so their gradients are
-those operations').  A NaN input gives NaN, as torch's; each piece's test is torch's, so
-a value on a boundary takes torch's piece (and its gradient)."""
+``hardswish``, ``mish``, ``prelu``, ``rrelu``, ``hardsigmoid``, ``threshold``,
+``hardshrink`` and ``softshrink``, each made of differentiable Tensor operations (so
+their gradients are those operations').  A NaN input gives NaN, as torch's; each
+piece's test is torch's, so a value on a boundary takes torch's piece (and its
+gradient)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from .layer_input import layer_input
 from .smooth_activation import _real, softplus
 
 __all__ = ["hardshrink", "hardsigmoid", "hardswish", "hardtanh", "mish", "prelu", "relu6",
-           "softshrink", "threshold"]
+           "rrelu", "softshrink", "threshold"]
 
 
 def hardtanh(input: Any, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -42,6 +43,26 @@ def mish(input: Any, inplace: bool = False) -> Tensor:  # noqa: A002
     """``x * tanh(softplus(x))``."""
     x = as_tensor(input)
     return x * softplus(x).tanh()
+
+
+def rrelu(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+          training: bool = False, inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: ``x`` where positive, else ``a x`` with ``a`` drawn from
+    U(lower, upper) per element in training (the library's generator; a constant, so
+    the gradient there is ``a``), ``(lower + upper) / 2`` otherwise, as torch."""
+    fn = "rrelu"
+    lo, hi = _real(fn, "lower", lower), _real(fn, "upper", upper)
+    if lo > hi:
+        raise ValueError(f"{fn}: lower={lower} must be <= upper={upper}")
+    x = as_tensor(input)._floating()
+    positive = x.data > 0
+    if training:
+        from ..nn.init import default_generator  # (nn imports functional: at call time)
+
+        slopes = default_generator().uniform(lo, hi, x.shape)
+    else:
+        slopes = (lo + hi) / 2
+    return x * np.where(positive, 1.0, slopes).astype(x.dtype)
 
 
 def prelu(input: Any, weight: Any) -> Tensor:  # noqa: A002

@@ -18,6 +18,7 @@ from .activation import (
     Mish,
     PReLU,
     ReLU6,
+    RReLU,
     SiLU,
     Softmax,
     Softmax2d,
@@ -176,5 +177,5 @@ __all__ = [
     "LPPool3d", "CTCLoss", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
     "TransformerDecoderLayer", "EmbeddingBag", "AlphaDropout", "MultiMarginLoss", "Bilinear",
-    "FeatureAlphaDropout",
+    "RReLU", "FeatureAlphaDropout",
 ]

@@ -20,7 +20,7 @@ from ..tensor.args import check_dtype
 from .module import Module, Parameter
 
 __all__ = ["CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
-           "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU6", "SELU", "SiLU", "Softmax",
+           "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU6", "RReLU", "SELU", "SiLU", "Softmax",
            "Softmax2d", "Softmin", "Softplus", "Softshrink", "Softsign", "Tanhshrink",
            "Threshold"]
 
@@ -270,6 +270,24 @@ class Hardtanh(Module):
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU (:func:`..functional.piecewise_activation.rrelu`): random
+    negative slopes in training, their mean in evaluation."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+        Fp.rrelu(as_tensor(0.0), lower, upper)  # checks the bounds now
+
+    def forward(self, input: Any) -> Tensor:
+        return Fp.rrelu(input, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace
+                                                            else "")
 
 
 class ReLU6(Hardtanh):
