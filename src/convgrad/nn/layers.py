@@ -15,7 +15,6 @@ import numpy as np
 
 from ..devices import check_device
 from ..functional import activation as Fa
-from ..functional.layer_input import layer_input
 from ..functional.linear import bilinear as _bilinear
 from ..functional.linear import linear as _linear
 from ..functional.unfold import fold as _fold
@@ -102,11 +101,7 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound, rng)
 
     def forward(self, input: Any) -> Tensor:  # noqa: A002 (torch's name)
-        x = layer_input("Linear", input, self.weight)
-        if x.ndim < 1 or x.shape[-1] != self.in_features:
-            raise ValueError(f"Linear: input of shape {x.shape} must end with "
-                             f"in_features={self.in_features}")
-        return _linear(x, self.weight, self.bias)
+        return _linear(input, self.weight, self.bias)  # (its checks name in_features)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
