@@ -9,8 +9,10 @@ A layer's input share of the gates is one matrix product over the whole sequence
 :class:`..tensor.recurrent.Recurrence` node over the time steps (its backward is
 back-propagation through time; under ``create_graph``, the differentiated composed
 steps: gradients of any order).  A cell is one step of the same node (its input share
-one ``F.linear``).  Packed sequences
-are not supported (pad the batch instead).
+one ``F.linear``).  A ``PackedSequence`` input (:mod:`.utils.rnn`) runs padded, in
+its sorted order, with each step taken only by the sequences that have it; its output
+is packed again, ``h_n`` holds each sequence's last state, ``hx`` and ``h_n`` are in the
+batch's own order, as torch.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ..tensor.recurrent import STEPS, Recurrence
 from . import init
 from .conv import _positive_int
 from .module import Module, Parameter
+from .utils.rnn import PackedSequence, padded_positions, sorted_lengths
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
 
@@ -162,6 +165,8 @@ class RNNBase(Module):
 
     def forward(self, input: Any, hx: Any = None) -> tuple:  # noqa: A002 (torch's name)
         fn = type(self).__name__
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(fn, input, hx)
         x = layer_input(fn, input, self.weight_ih_l0)
         if x.ndim not in (2, 3):
             raise ValueError(f"{fn}: input of shape {tuple(x.shape)} must be 3-d ((L, N, "
@@ -176,9 +181,25 @@ class RNNBase(Module):
             raise ValueError(f"{fn}: input of shape {tuple(input.shape)} has no time steps")
         lstm = self.mode == "LSTM"
         h0, c0 = self._initial_state(fn, x, hx, batched, lstm)
+        x, h_n, c_n = self._layers(x, h0, c0, lstm)
+        if not batched:
+            x, h_n = x.squeeze(1), h_n.squeeze(1)
+            c_n = None if c_n is None else c_n.squeeze(1)
+        elif self.batch_first:
+            x = x.transpose(0, 1)
+        return x, ((h_n, c_n) if lstm else h_n)
+
+    def _layers(self, x: Tensor, h0: Tensor, c0: Tensor | None, lstm: bool,
+                batch_sizes: np.ndarray | None = None) -> tuple:
+        """The stacked layers over x (L, N, H_in): the last layer's outputs (L, N, H_out)
+        and the final states h_n (and c_n).  ``batch_sizes``: a packed batch's (its
+        sequences longest first), each sequence's final state then its last step's."""
         finals = []
         steps, n = x.shape[:2]
         size = steps * n * h0.shape[-1]
+        last_step = None
+        if batch_sizes is not None:  # each sequence's last step, for the forward direction
+            last_step = (sorted_lengths(batch_sizes) - 1, np.arange(n))
         for layer in range(self.num_layers):
             outputs = []
             for d, suffix in enumerate(self._suffixes(layer)):
@@ -186,10 +207,14 @@ class RNNBase(Module):
                 gx = _linear(x, w_ih, b_ih)
                 k = layer * self._directions + d
                 out = Recurrence.apply(gx, h0[k], c0[k] if lstm else None, w_hh, b_hh, w_hr,
-                                       mode=self.mode, reverse=d == 1)
+                                       mode=self.mode, reverse=d == 1,
+                                       batch_sizes=batch_sizes)
                 ys = out[:size].reshape(steps, n, h0.shape[-1])
                 outputs.append(ys)
-                last = ys[steps - 1] if d == 0 else ys[0]  # the direction's final state
+                if d == 1:
+                    last = ys[0]  # the reverse direction ends at step 0
+                else:
+                    last = ys[steps - 1] if last_step is None else ys[last_step]
                 finals.append((last, out[size:].reshape(n, self.hidden_size)) if lstm
                               else (last,))
             x = outputs[0] if len(outputs) == 1 else cat(outputs, -1)
@@ -197,12 +222,40 @@ class RNNBase(Module):
                 x = _dropout(x, self.dropout, True)
         h_n = stack([s[0] for s in finals], 0)
         c_n = stack([s[1] for s in finals], 0) if lstm else None
-        if not batched:
-            x, h_n = x.squeeze(1), h_n.squeeze(1)
-            c_n = None if c_n is None else c_n.squeeze(1)
-        elif self.batch_first:
-            x = x.transpose(0, 1)
-        return x, ((h_n, c_n) if lstm else h_n)
+        return x, h_n, c_n
+
+    def _forward_packed(self, fn: str, seq: PackedSequence, hx: Any) -> tuple:
+        """The forward of a PackedSequence: padded (sorted) inside, packed out; ``hx``
+        and ``h_n`` in the batch's own order."""
+        data = layer_input(fn, seq.data, self.weight_ih_l0)
+        if data.ndim != 2:
+            raise ValueError(f"{fn}: a PackedSequence's data of shape {tuple(data.shape)} "
+                             "must be 2-d (steps of all sequences, H_in)")
+        _ends_with_input_size(fn, data, self.input_size)
+        sizes = np.asarray(getattr(seq.batch_sizes, "data", seq.batch_sizes), np.int64)
+        steps, n = sizes.size, int(sizes[0])
+        t_idx, j_idx = padded_positions(sizes)
+        rows = np.full((steps, n), t_idx.size, np.int64)  # the padding reads a zero row
+        rows[t_idx, j_idx] = np.arange(t_idx.size)
+        x = cat([data, data.new_zeros((1, data.shape[1]))], 0)[rows]
+        lstm = self.mode == "LSTM"
+        order = None if seq.sorted_indices is None else np.asarray(
+            seq.sorted_indices.data, np.int64)
+        if order is not None and hx is not None:  # the states to the packed (sorted) order
+            if lstm:
+                _check_pair(fn, hx)
+                hx = tuple(layer_input(fn, v, data, "hx")[:, order] for v in hx)
+            else:
+                hx = layer_input(fn, hx, data, "hx")[:, order]
+        h0, c0 = self._initial_state(fn, x, hx, True, lstm)
+        y, h_n, c_n = self._layers(x, h0, c0, lstm, sizes)
+        if seq.unsorted_indices is not None:
+            back = np.asarray(seq.unsorted_indices.data, np.int64)
+            h_n = h_n[:, back]
+            c_n = None if c_n is None else c_n[:, back]
+        out = PackedSequence(y[t_idx, j_idx], seq.batch_sizes, seq.sorted_indices,
+                             seq.unsorted_indices)
+        return out, ((h_n, c_n) if lstm else h_n)
 
     def _initial_state(self, fn: str, x: Tensor, hx: Any, batched: bool, lstm: bool) -> tuple:
         """h0 (and c0) as (layers * directions, N, size) Tensors (zeros where not given)."""

@@ -67,8 +67,14 @@ STEPS = {"RNN_TANH": (rnn_step, 1), "RNN_RELU": (rnn_step, 1), "LSTM": (lstm_ste
          "GRU": (gru_step, 3)}
 
 
+def _kept(new: Tensor, old: Tensor) -> Tensor:
+    """``new`` for the first rows (those that took the step), ``old`` for the rest."""
+    return new if new.shape[0] == old.shape[0] else cat([new, old[new.shape[0]:]], 0)
+
+
 def composed(mode: str, gx: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor,
-             b_hh: Tensor | None, w_hr: Tensor | None, reverse: bool) -> Tensor:
+             b_hh: Tensor | None, w_hr: Tensor | None, reverse: bool,
+             batch_sizes: Any = None) -> Tensor:
     """:class:`Recurrence`'s output from the composed steps (differentiable)."""
     step = STEPS[mode][0]
     if mode == "LSTM":
@@ -79,9 +85,13 @@ def composed(mode: str, gx: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor,
                                if mode.startswith("RNN") else ())
     shares = gx.unbind(0)
     ys: list = [None] * len(shares)
+    n = h0.shape[0]
     for t in (reversed(range(len(shares))) if reverse else range(len(shares))):
-        state = step(shares[t], state, *args)
-        ys[t] = state[0]
+        b = n if batch_sizes is None else int(batch_sizes[t])
+        new = step(shares[t][:b], tuple(v[:b] for v in state), *args)
+        state = tuple(_kept(v, old) for v, old in zip(new, state))
+        y = new[0]
+        ys[t] = y if b == n else cat([y, y.new_zeros((n - b, *y.shape[1:]))], 0)
 
     out = stack(ys, 0).reshape(-1)
     return cat([out, state[1].reshape(-1)], 0) if mode == "LSTM" else out
@@ -90,15 +100,18 @@ def composed(mode: str, gx: Tensor, h0: Tensor, c0: Tensor | None, w_hh: Tensor,
 class Recurrence(Function):
     """One direction of one recurrent layer over the whole sequence: the hidden states
     ``(L, N, H_out)``, flat, then (LSTM) the last cell state ``(N, H)``, flat.  Inputs
-    ``gx, h0, c0, w_hh, b_hh, w_hr`` (c0, b_hh, w_hr may be None)."""
+    ``gx, h0, c0, w_hh, b_hh, w_hr`` (c0, b_hh, w_hr may be None); ``batch_sizes``: the
+    rows each step takes (a packed batch, longest sequences first), None: all."""
 
     reads = (0, 1, 2, 3, 4, 5)
 
     @staticmethod
     def forward(ctx: Context, gx: np.ndarray, h0: np.ndarray, c0: Any, w_hh: np.ndarray,
-                b_hh: Any, w_hr: Any, mode: str, reverse: bool) -> np.ndarray:
-        ctx.mode, ctx.reverse = mode, reverse
-        out, ctx.saved_steps = recurrence_forward(gx, h0, c0, w_hh, b_hh, w_hr, mode, reverse)
+                b_hh: Any, w_hr: Any, mode: str, reverse: bool,
+                batch_sizes: Any = None) -> np.ndarray:
+        ctx.mode, ctx.reverse, ctx.batch_sizes = mode, reverse, batch_sizes
+        out, ctx.saved_steps = recurrence_forward(gx, h0, c0, w_hh, b_hh, w_hr, mode, reverse,
+                                                  batch_sizes)
         return out
 
     @staticmethod
@@ -107,12 +120,12 @@ class Recurrence(Function):
         if is_grad_enabled():  # create_graph: the composed steps, differentiated
             tensors = [t if isinstance(t, Tensor) else None for t in inputs]
             wanted = [t for t, need in zip(tensors, ctx.needs_input_grad) if need]
-            out = composed(ctx.mode, *tensors, ctx.reverse)
+            out = composed(ctx.mode, *tensors, ctx.reverse, ctx.batch_sizes)
             found = iter(grad(out, wanted, g_out, create_graph=True, allow_unused=True))
             return tuple(next(found) if need else None for need in ctx.needs_input_grad)
         arrays = [getattr(t, "data", t) for t in inputs]
         grads = recurrence_backward(g_out.data, *arrays, ctx.mode, ctx.reverse,
-                                    ctx.saved_steps)
+                                    ctx.saved_steps, ctx.batch_sizes)
         needs = ctx.needs_input_grad
         return tuple(Tensor._wrap(v) if need and v is not None else None
                      for v, need in zip(grads, needs))
