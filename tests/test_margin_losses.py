@@ -168,3 +168,67 @@ def test_multi_margin_loss_arguments():
         F.multi_margin_loss(a, [0, 1, 2], weight=np.ones(3, np.float32))
     assert repr(cg.nn.MultiMarginLoss(p=2, margin=0.5)) == repr(
         torch.nn.MultiMarginLoss(p=2, margin=0.5))
+
+
+def _multilabel_targets(n, c):
+    """Rows of class indices, each ended by a -1 (or full), with repeats and empty rows."""
+    y = np.full((n, c), -1, np.int64)
+    for i in range(n):
+        k = int(RNG.integers(0, c + 1))
+        y[i, :k] = RNG.integers(0, c, k)
+        if k < c:
+            y[i, k + 1:] = RNG.integers(0, c, c - k - 1)  # after the -1: ignored
+    return y
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_multilabel_margin_loss_within_twice_torchs_error(reduction):
+    x = RNG.standard_normal((12, 6)).astype(np.float32)
+    y = _multilabel_targets(12, 6)
+    ours_x = cg.tensor(x, requires_grad=True)
+    out = F.multilabel_margin_loss(ours_x, cg.tensor(y, dtype=cg.int64), reduction=reduction)
+    r = RNG.standard_normal(out.shape).astype(np.float32)
+    (out * cg.tensor(r)).sum().backward()
+    ref = {}
+    for dtype in (torch.float64, torch.float32):
+        tx = torch.tensor(x, dtype=dtype, requires_grad=True)
+        to = torch.nn.functional.multilabel_margin_loss(tx, torch.tensor(y),
+                                                         reduction=reduction)
+        (to * torch.tensor(r, dtype=dtype)).sum().backward()
+        ref[dtype] = [to.detach().double().numpy(), tx.grad.double().numpy()]
+    assert out.dtype == np.float32 and out.shape == ref[torch.float64][0].shape
+    for o, exact, theirs in zip([out.numpy(), ours_x.grad.numpy()], ref[torch.float64],
+                                ref[torch.float32]):
+        scale = max(float(np.linalg.norm(exact)), 1e-30)
+        err = float(np.linalg.norm(o.astype(np.float64) - exact)) / scale
+        torch_err = float(np.linalg.norm(theirs - exact)) / scale
+        assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+    layer = cg.nn.MultiLabelMarginLoss(reduction=reduction)
+    np.testing.assert_array_equal(layer(cg.tensor(x), y).numpy(), out.detach().numpy())
+    one = F.multilabel_margin_loss(cg.tensor(x[0]), y[0]).numpy()
+    theirs = torch.nn.functional.multilabel_margin_loss(torch.tensor(x[0]),
+                                                        torch.tensor(y[0])).numpy()
+    np.testing.assert_allclose(one, theirs, rtol=1e-6, atol=1e-7)
+    assert repr(layer) == repr(torch.nn.MultiLabelMarginLoss(reduction=reduction))
+
+
+def test_multilabel_margin_loss_float64_and_kinks_as_torch():
+    """float64 to rounding; a term at exactly 0 (x[y] - x[i] = 1) gives no gradient."""
+    x = np.array([[0.5, -0.5, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    y = np.array([[0, 2, -1, 3], [1, -1, 0, 0]])
+    xt, xc = torch.tensor(x, requires_grad=True), cg.tensor(x, requires_grad=True)
+    torch.nn.functional.multilabel_margin_loss(xt, torch.tensor(y), reduction="sum").backward()
+    F.multilabel_margin_loss(xc, cg.tensor(y, dtype=cg.int64), reduction="sum").backward()
+    np.testing.assert_allclose(xc.grad.numpy(), xt.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_multilabel_margin_loss_arguments():
+    a = cg.tensor(np.ones((3, 4), np.float32))
+    with pytest.raises(ValueError, match=r"target of shape \(3, 2\) must have the input's"):
+        F.multilabel_margin_loss(a, np.zeros((3, 2), np.int64))
+    with pytest.raises(IndexError, match=r"outside \[-1, 3\]"):
+        F.multilabel_margin_loss(a, np.full((3, 4), 4))
+    with pytest.raises(TypeError, match="not whole"):
+        F.multilabel_margin_loss(a, np.full((3, 4), 0.5))
+    with pytest.raises(ValueError, match="must be \\(N, C\\) or \\(C,\\)"):
+        F.multilabel_margin_loss(cg.tensor(np.ones((2, 3, 4))), np.zeros((2, 3, 4)))

@@ -53,6 +53,7 @@ from .margin_loss import (
     hinge_embedding_loss,
     margin_ranking_loss,
     multi_margin_loss,
+    multilabel_margin_loss,
     multilabel_soft_margin_loss,
     poisson_nll_loss,
     soft_margin_loss,
@@ -119,6 +120,6 @@ __all__ = [
     "gaussian_nll_loss", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d",
     "lp_pool2d", "lp_pool3d", "ctc_loss", "linear",
     "scaled_dot_product_attention", "embedding_bag", "normalize",
-    "alpha_dropout", "feature_alpha_dropout", "multi_margin_loss",
+    "alpha_dropout", "feature_alpha_dropout", "multi_margin_loss", "multilabel_margin_loss",
     "bilinear", "rrelu",
 ]

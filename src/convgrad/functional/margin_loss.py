@@ -1,7 +1,8 @@
 """Margin, embedding and likelihood losses with ``torch.nn.functional``'s signatures:
 ``margin_ranking_loss``, ``hinge_embedding_loss``, ``soft_margin_loss``,
 ``cosine_embedding_loss``, ``triplet_margin_loss``, ``multilabel_soft_margin_loss``,
-``multi_margin_loss``, ``poisson_nll_loss`` and ``gaussian_nll_loss``, composed of
+``multi_margin_loss``, ``multilabel_margin_loss``, ``poisson_nll_loss`` and
+``gaussian_nll_loss``, composed of
 differentiable Tensor operations (gradients of any order), ``reduction`` as the other
 losses (:func:`.loss.reduction_arg`).  float32 operands
 are evaluated in float64 and the loss rounded once: in float32 the cosine's and the
@@ -23,7 +24,8 @@ from .loss import reduce_loss, reduction_arg
 from .smooth_activation import logsigmoid, softplus
 
 __all__ = ["cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss",
-           "margin_ranking_loss", "multi_margin_loss", "multilabel_soft_margin_loss",
+           "margin_ranking_loss", "multi_margin_loss", "multilabel_margin_loss",
+           "multilabel_soft_margin_loss",
            "poisson_nll_loss",
            "soft_margin_loss", "triplet_margin_loss"]
 
@@ -171,6 +173,52 @@ def multi_margin_loss(input: Any, target: Any, p: int = 1, margin: float = 1.0, 
             raise ValueError(f"{fn}: weight of shape {tuple(w.shape)} must be ({c},)")
         z = z * w.to(x2.dtype)[y].reshape(-1, 1)
     loss = z.sum(1) / c
+    return _out(loss if batched else loss.reshape(()), red, single)
+
+
+def multilabel_margin_loss(input: Any, target: Any, size_average: Any = None,  # noqa: A002
+                           reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """The multi-label hinge loss: ``sum_{j, i} max(0, 1 - (x[y[j]] - x[i])) / C`` over
+    the target classes ``y[j]`` (a row's entries before its first -1) and the classes
+    ``i`` that are not among them; input (N, C) or (C,), target of the same shape
+    holding class indices.  A term at exactly 0 has no gradient (torch's ``z > 0``)."""
+    fn = "multilabel_margin_loss"
+    red = reduction_arg(fn, size_average, reduce, reduction)
+    x = as_tensor(input)._floating()
+    if x.ndim not in (1, 2):
+        raise ValueError(f"{fn}: input of shape {tuple(x.shape)} must be (N, C) or (C,)")
+    raw = target.data if isinstance(target, Tensor) else np.asarray(target)
+    if tuple(raw.shape) != tuple(x.shape):
+        raise ValueError(f"{fn}: target of shape {tuple(raw.shape)} must have the input's "
+                         f"shape {tuple(x.shape)}")
+    if raw.dtype.kind == "f" and (not np.isfinite(raw).all() or (raw != np.round(raw)).any()):
+        raise TypeError(f"{fn}: target of dtype {raw.dtype} holds values that are not whole "
+                        "numbers; expected class indices (torch.long)")
+    if raw.dtype.kind not in "iuf":
+        raise TypeError(f"{fn}: target of dtype {raw.dtype} must hold class indices")
+    batched = x.ndim == 2
+    x2 = x if batched else x.unsqueeze(0)
+    n, c = x2.shape
+    y = raw.astype(np.int64).reshape(n, c)
+    if y.size and (y.min() < -1 or y.max() >= c):
+        raise IndexError(f"{fn}: target holds {y.min() if y.min() < -1 else y.max()}, "
+                         f"outside [-1, {c - 1}] (-1 ends a row's targets)")
+    # a row's targets: its entries before the first -1
+    valid = np.cumprod(y >= 0, axis=1).astype(bool)
+    is_target = np.zeros((n, c), bool)
+    rows = np.arange(n)
+    for j in range(c):
+        is_target[rows[valid[:, j]], y[valid[:, j], j]] = True
+    (x2,), single = _wide(x2)
+    total = None
+    for j in range(int(valid.sum(1).max()) if n else 0):
+        picked = x2[rows, np.where(valid[:, j], y[:, j], 0)].reshape(-1, 1)
+        counted = (valid[:, j, None] & ~is_target).astype(x2.dtype)
+        term = ((1.0 - picked + x2).relu() * counted).sum(1)
+        total = term if total is None else total + term
+    if total is None:
+        total = x2.sum(1) * 0.0
+    loss = total / c
     return _out(loss if batched else loss.reshape(()), red, single)
 
 

@@ -71,6 +71,7 @@ from .margin_loss import (
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     MarginRankingLoss,
+    MultiLabelMarginLoss,
     MultiLabelSoftMarginLoss,
     MultiMarginLoss,
     PoissonNLLLoss,
@@ -176,6 +177,7 @@ __all__ = [
     "GRUCell", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d",
     "LPPool3d", "CTCLoss", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-    "TransformerDecoderLayer", "EmbeddingBag", "AlphaDropout", "MultiMarginLoss", "Bilinear",
+    "TransformerDecoderLayer", "EmbeddingBag", "AlphaDropout", "MultiMarginLoss",
+    "MultiLabelMarginLoss", "Bilinear",
     "RReLU", "FeatureAlphaDropout",
 ]

@@ -14,7 +14,8 @@ from ..tensor import Tensor
 from .loss import _Loss, _WeightedLoss
 
 __all__ = ["CTCLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss",
-           "MarginRankingLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss", "PoissonNLLLoss",
+           "MarginRankingLoss", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
+           "MultiMarginLoss", "PoissonNLLLoss",
            "SoftMarginLoss", "TripletMarginLoss"]
 
 
@@ -75,6 +76,11 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
     def forward(self, input: Any, target: Any) -> Tensor:  # noqa: A002
         return Fm.multilabel_soft_margin_loss(input, target, self.weight,
                                               reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    def forward(self, input: Any, target: Any) -> Tensor:  # noqa: A002
+        return Fm.multilabel_margin_loss(input, target, reduction=self.reduction)
 
 
 class MultiMarginLoss(_WeightedLoss):
