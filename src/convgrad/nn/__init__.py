@@ -54,6 +54,23 @@ from .layers import (
     Unflatten,
     Unfold,
 )
+from .lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+    UninitializedBuffer,
+    UninitializedParameter,
+)
 from .loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -179,5 +196,8 @@ __all__ = [
     "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
     "TransformerDecoderLayer", "EmbeddingBag", "AlphaDropout", "MultiMarginLoss",
     "MultiLabelMarginLoss", "Bilinear",
-    "RReLU", "FeatureAlphaDropout",
+    "RReLU", "FeatureAlphaDropout", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+    "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d",
+    "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer",
 ]

@@ -74,6 +74,7 @@ def load_state_dict(module: Any, state_dict: Any, strict: bool) -> IncompatibleK
     for key in keys:
         if not isinstance(key, str):
             raise TypeError(f"{fn}: key {key!r} is a {type(key).__name__}; expected str keys")
+    _build_lazy(module, state_dict)
     missing: list[str] = []
     unexpected: list[str] = []
     matched: list[tuple[str, Any, str, str, Any]] = []
@@ -97,6 +98,18 @@ def load_state_dict(module: Any, state_dict: Any, strict: bool) -> IncompatibleK
             else:
                 owner._buffers[name] = np.array(arr, dtype=buf.dtype)
     return IncompatibleKeys(missing, unexpected)
+
+
+def _build_lazy(module: Any, state: Any) -> None:
+    """Every lazy layer under ``module`` that has not run (:mod:`.lazy`) built from the
+    shapes of its entries in ``state``, so that they can be copied in."""
+    for name, m in list(module.named_modules()):
+        waits = getattr(m, "has_uninitialized_params", None)
+        if waits is None or not waits():
+            continue
+        head = name + "." if name else ""
+        m.materialize_from_state({k[len(head):]: state[k] for k in state.keys()
+                                  if k.startswith(head) and "." not in k[len(head):]})
 
 
 def _match(module: Any, prefix: str, state: Any, keys: list[str], missing: list[str],

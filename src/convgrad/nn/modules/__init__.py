@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     flatten,
     fold,
     instancenorm,
+    lazy,
     linear,
     loss,
     module,

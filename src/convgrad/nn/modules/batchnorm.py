@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..lazy import LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d
 from ..normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm, _NormBase
 
-__all__ = ["_NormBase", "_BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+__all__ = ["_NormBase", "_BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d"]

@@ -4,5 +4,6 @@ from __future__ import annotations
 
 from ..attention import NonDynamicallyQuantizableLinear
 from ..layers import Bilinear, Identity, Linear
+from ..lazy import LazyLinear
 
-__all__ = ["Bilinear", "Identity", "Linear", "NonDynamicallyQuantizableLinear"]
+__all__ = ["Bilinear", "Identity", "Linear", "NonDynamicallyQuantizableLinear", "LazyLinear"]
