@@ -106,6 +106,15 @@ from .tensor.memory_format import (
     memory_format,
     preserve_format,
 )
+from .tensor.script_functions import (
+    bincount,
+    cdist,
+    hstack,
+    meshgrid,
+    tril_indices,
+    triu_indices,
+    vstack,
+)
 from .threads import get_num_threads, set_num_threads
 
 __version__ = "0.1.0"
@@ -126,6 +135,7 @@ __all__ = [
     "empty_like", "rand", "rand_like", "randn_like", "randint", "randperm", "arange", "linspace",
     "eye", "from_dlpack", "memory_format", "contiguous_format", "channels_last",
     "channels_last_3d", "preserve_format", "einsum", "inference_mode", "is_tensor", "outer",
+    "bincount", "cdist", "hstack", "meshgrid", "tril_indices", "triu_indices", "vstack",
 ]
 
 

@@ -29,6 +29,10 @@ METHOD_FORMS = frozenset({
     "true_divide", "masked_fill", "t", "amax", "amin", "unbind", "movedim", "logical_not",
     "eq", "ne", "lt", "le", "gt", "ge", "index_select", "scatter", "equal", "tril", "triu",
     "log2", "log10", "logsumexp", "isclose", "allclose",
+    "prod", "cumprod", "dot", "mv", "addcmul", "addcdiv", "lerp", "remainder", "fmod",
+    "nan_to_num", "logical_and", "logical_or", "logical_xor", "tile", "swapaxes", "swapdims",
+    "unflatten", "masked_select", "nonzero", "diag", "diagonal", "trace", "scatter_add",
+    "index_add", "unique", "multinomial", "is_floating_point",
 })
 
 

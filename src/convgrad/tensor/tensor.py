@@ -47,6 +47,7 @@ from .operands import operand as _operand
 from .operands import pair as _pair
 from .operands import promote as _promote
 from .operands import where
+from .script_methods import ScriptMethodsMixin
 from .torch_methods import TorchMethodsMixin
 
 __all__ = [
@@ -166,7 +167,7 @@ def _index(index: Any) -> tuple:
 
 
 # ----------------------------------------------------------------------------- Tensor
-class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin):
+class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMixin):
     """An n-dimensional array with reverse-mode autodiff (float32 and float64 tensors).
 
     ``data`` is the ndarray, ``grad`` the accumulated gradient (a Tensor) of a leaf,

@@ -1,0 +1,200 @@
+"""More of torch's Tensor methods and functions (products, blends, remainders, selections,
+grids, distances, counts).  Oracle: torch, float64 values and gradients (of a weighted
+sum of the result) to rounding; products with zeros and second order through them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import convgrad as cg
+
+RNG = np.random.default_rng(41)
+
+
+def _both(x: np.ndarray):
+    return torch.tensor(x, requires_grad=True), cg.tensor(x, requires_grad=True)
+
+
+def _check(fn_torch, fn_ours, *arrays, grad: bool = True, tol: float = 1e-12):
+    """Value (and the gradients of a random weighting of it) of both libraries."""
+    ts, cs = zip(*(_both(a) for a in arrays))
+    want, got = fn_torch(*ts), fn_ours(*cs)
+    np.testing.assert_allclose(got.numpy(), want.detach().numpy(), rtol=tol, atol=tol)
+    assert got.dtype == want.detach().numpy().dtype
+    if not grad:
+        return
+    w = RNG.standard_normal(tuple(want.shape))
+    (want * torch.tensor(w)).sum().backward()
+    (got * cg.tensor(w)).sum().backward()
+    for t, c in zip(ts, cs):
+        if t.grad is None:
+            assert c.grad is None or not np.any(c.grad.numpy())
+        else:
+            np.testing.assert_allclose(c.grad.numpy(), t.grad.numpy(), rtol=tol, atol=tol)
+
+
+WITH_ZEROS = np.array([[1.5, 0.0, -2.0, 3.0, 0.5], [0.7, -1.1, 2.2, 0.0, 0.0],
+                       [1.0, 2.0, 3.0, 4.0, 5.0]])
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), (1, True), (-1, False)])
+def test_prod_equals_torchs_with_zeros(dim, keepdim):
+    if dim is None:
+        _check(lambda x: x.prod(), lambda x: x.prod(), WITH_ZEROS[2:])
+        _check(lambda x: x.prod(), lambda x: x.prod(), WITH_ZEROS[:1])
+    else:
+        _check(lambda x: x.prod(dim, keepdim), lambda x: x.prod(dim, keepdim), WITH_ZEROS)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cumprod_equals_torchs_with_zeros(dim):
+    _check(lambda x: x.cumprod(dim), lambda x: x.cumprod(dim), WITH_ZEROS)
+    long = RNG.uniform(0.5, 1.5, (3, 37))
+    _check(lambda x: torch.cumprod(x, 1), lambda x: cg.cumprod(x, 1), long)
+
+
+def test_second_order_through_prod_and_cumprod_with_a_zero():
+    x = np.array([2.0, 0.0, -3.0, 1.5])
+    for op in ("prod", "cumprod"):
+        xt, xc = _both(x)
+        args = () if op == "prod" else (0,)
+        gt, = torch.autograd.grad(getattr(xt, op)(*args).sum(), xt, create_graph=True)
+        gc, = cg.autograd.grad(getattr(xc, op)(*args).sum(), xc, create_graph=True)
+        np.testing.assert_allclose(gc.numpy(), gt.detach().numpy(), rtol=1e-12)
+        ht, = torch.autograd.grad((gt * torch.tensor([1.0, 2.0, 3.0, 4.0])).sum(), xt)
+        hc, = cg.autograd.grad((gc * cg.tensor([1.0, 2.0, 3.0, 4.0])).sum(), xc)
+        np.testing.assert_allclose(hc.numpy(), ht.numpy(), rtol=1e-12)
+
+
+def test_blends_and_arithmetic_equal_torchs():
+    a, b, c = (RNG.standard_normal((3, 4)) for _ in range(3))
+    _check(lambda x, y, z: x.addcmul(y, z, value=0.3), lambda x, y, z: x.addcmul(y, z, value=0.3),
+           a, b, c)
+    _check(lambda x, y, z: torch.addcdiv(x, y, z + 5, value=-2),
+           lambda x, y, z: cg.addcdiv(x, y, z + 5, value=-2), a, b, c)
+    for w in (0.2, 0.7):
+        _check(lambda x, y, w=w: x.lerp(y, w), lambda x, y, w=w: x.lerp(y, w), a, b)
+    wt = RNG.uniform(0, 1, (3, 4))
+    _check(lambda x, y, z: x.lerp(y, z), lambda x, y, z: x.lerp(y, z), a, b, wt)
+    num, den = RNG.uniform(-9, 9, (4, 5)), RNG.choice([-2.5, -1.0, 0.75, 3.0], (4, 5))
+    _check(lambda x, y: x.remainder(y), lambda x, y: x.remainder(y), num, den)
+    _check(lambda x, y: torch.fmod(x, y), lambda x, y: cg.fmod(x, y), num, den)
+    _check(lambda x: x.remainder(1.5), lambda x: x.remainder(1.5), num)
+    special = np.array([1.0, np.nan, np.inf, -np.inf, -2.0])
+    _check(lambda x: x.nan_to_num(), lambda x: x.nan_to_num(), special, grad=False)
+    kw = {"nan": 9.0, "posinf": 1e3, "neginf": -7.0}
+    _check(lambda x: x.nan_to_num(**kw), lambda x: x.nan_to_num(**kw), special)
+    _check(lambda x: x.softmax(1), lambda x: x.softmax(1), a)
+    _check(lambda x: x.log_softmax(0), lambda x: x.log_softmax(0), a)
+    _check(lambda x, y: x.dot(y), lambda x, y: x.dot(y), a[0], b[0])
+    _check(lambda x, y: x.mv(y), lambda x, y: x.mv(y), a, b[0])
+
+
+def test_logic_and_shape_methods_equal_torchs():
+    p, q = RNG.random((3, 4)) < 0.5, RNG.random((3, 4)) < 0.5
+    for op in ("logical_and", "logical_or", "logical_xor"):
+        want = getattr(torch.tensor(p), op)(torch.tensor(q)).numpy()
+        got = getattr(cg.tensor(p, dtype=cg.bool), op)(cg.tensor(q, dtype=cg.bool)).numpy()
+        np.testing.assert_array_equal(got, want)
+    a = RNG.standard_normal((2, 3))
+    _check(lambda x: x.tile(2, 1, 3), lambda x: x.tile(2, 1, 3), a)
+    _check(lambda x: x.tile((2,)), lambda x: x.tile((2,)), a)
+    _check(lambda x: x.swapaxes(0, 1), lambda x: x.swapaxes(0, 1), a)
+    _check(lambda x: x.unflatten(1, (3, 1)), lambda x: x.unflatten(1, (3, 1)), a)
+    assert cg.tensor(a).is_floating_point() and not cg.tensor(p, dtype=cg.bool).is_floating_point()
+    assert cg.tensor(a).element_size() == 8 and cg.tensor(a.astype(np.float32)).element_size() == 4
+
+
+def test_selections_equal_torchs():
+    a = RNG.standard_normal((4, 5))
+    mask = RNG.random((1, 5)) < 0.5
+    _check(lambda x: x.masked_select(torch.tensor(mask)),
+           lambda x: x.masked_select(cg.tensor(mask, dtype=cg.bool)), a)
+    z = np.where(RNG.random((3, 4)) < 0.5, 0.0, 1.0)
+    np.testing.assert_array_equal(cg.tensor(z).nonzero().numpy(), torch.tensor(z).nonzero().numpy())
+    for got, want in zip(cg.nonzero(cg.tensor(z), as_tuple=True),
+                         torch.nonzero(torch.tensor(z), as_tuple=True)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    for k in (0, 1, -2):
+        _check(lambda x, k=k: x.diag(k), lambda x, k=k: x.diag(k), a)
+        _check(lambda x, k=k: x.diag(k), lambda x, k=k: x.diag(k), a[0])
+    b = RNG.standard_normal((2, 3, 4))
+    _check(lambda x: x.diagonal(1, 0, 2), lambda x: x.diagonal(1, 0, 2), b)
+    _check(lambda x: x.trace(), lambda x: x.trace(), a)
+    idx = RNG.integers(0, 4, (3, 5))
+    src = RNG.standard_normal((3, 5))
+    _check(lambda x, s: x.scatter_add(0, torch.tensor(idx), s),
+           lambda x, s: x.scatter_add(0, cg.tensor(idx, dtype=cg.int64), s), a, src)
+    rows = np.array([2, 0, 2])
+    _check(lambda x, s: x.index_add(0, torch.tensor(rows), s, alpha=0.5),
+           lambda x, s: x.index_add(0, cg.tensor(rows, dtype=cg.int64), s, alpha=0.5), a,
+           RNG.standard_normal((3, 5)))
+    _check(lambda x, s: torch.index_add(x, 1, torch.tensor([4, 4]), s),
+           lambda x, s: cg.index_add(x, 1, cg.tensor([4, 4], dtype=cg.int64), s), a,
+           RNG.standard_normal((4, 2)))
+    u = np.array([[3, 1, 3], [2, 1, 3]])
+    for kw in ({}, {"return_inverse": True, "return_counts": True}, {"dim": 1}):
+        got, want = cg.tensor(u, dtype=cg.int64).unique(**kw), torch.tensor(u).unique(**kw)
+        for g, w in zip(got if isinstance(got, tuple) else (got,),
+                        want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def test_functions_equal_torchs():
+    a, b = RNG.standard_normal(3), RNG.standard_normal(4)
+    for ind in ("ij", "xy"):
+        ts, cs = zip(*(_both(v) for v in (a, b)))
+        want, got = torch.meshgrid(*ts, indexing=ind), cg.meshgrid(*cs, indexing=ind)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g.numpy(), w.detach().numpy())
+    m, n = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 2))
+    _check(lambda x, y: torch.hstack([x, y]), lambda x, y: cg.hstack([x, y]), m, n)
+    _check(lambda x, y: torch.vstack([x, y]), lambda x, y: cg.vstack([x, y]), a, a[::-1].copy())
+    x1, x2 = RNG.standard_normal((2, 5, 3)), RNG.standard_normal((2, 4, 3))
+    x2[0, 1] = x1[0, 2]  # a zero distance: a zero gradient there, as torch
+    for p in (2.0, 1.0, 3.0, float("inf")):
+        _check(lambda u, v, p=p: torch.cdist(u, v, p=p),
+               lambda u, v, p=p: cg.cdist(u, v, p=p), x1, x2, tol=1e-10)
+    ints = np.array([1, 4, 1, 0, 4, 4])
+    np.testing.assert_array_equal(cg.bincount(cg.tensor(ints, dtype=cg.int64), minlength=7).numpy(),
+                                  torch.bincount(torch.tensor(ints), minlength=7).numpy())
+    w = RNG.random(6)
+    np.testing.assert_allclose(cg.bincount(cg.tensor(ints, dtype=cg.int64), cg.tensor(w)).numpy(),
+                               torch.bincount(torch.tensor(ints), torch.tensor(w)).numpy())
+
+
+def test_multinomial_draws_by_the_weights():
+    cg.manual_seed(3)
+    w = cg.tensor(np.array([[0.0, 1.0, 3.0], [5.0, 0.0, 0.0]]))
+    draws = cg.multinomial(w, 4000, replacement=True).numpy()
+    assert draws.dtype == np.int64 and draws.shape == (2, 4000)
+    np.testing.assert_allclose(np.bincount(draws[0], minlength=3) / 4000, [0, 0.25, 0.75],
+                               atol=0.03)
+    assert (draws[1] == 0).all()
+    once = cg.tensor(np.ones(6)).multinomial(6).numpy()
+    assert sorted(once.tolist()) == list(range(6))
+    cg.manual_seed(3)
+    again = cg.multinomial(w, 4000, replacement=True).numpy()
+    np.testing.assert_array_equal(draws, again)
+
+
+def test_wrong_arguments_name_themselves():
+    x = cg.tensor(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="num_samples=4"):
+        x.multinomial(4)
+    with pytest.raises(ValueError, match="non-negative"):
+        cg.tensor(np.array([1.0, -1.0])).multinomial(1)
+    with pytest.raises(TypeError, match="mask of dtype"):
+        x.masked_select(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="dot: expects two 1-d"):
+        x.dot(x)
+    with pytest.raises(ValueError, match="indexing='yx'"):
+        cg.meshgrid(cg.tensor([1.0]), indexing="yx")
+    with pytest.raises(ValueError, match="cdist: x1 of shape"):
+        cg.cdist(x, cg.tensor(np.ones((2, 4))))
+    with pytest.raises(ValueError, match="bincount"):
+        cg.bincount(cg.tensor(np.array([-1, 2])))
+    with pytest.raises(ValueError, match="diag: input of shape"):
+        cg.tensor(np.ones((2, 2, 2))).diag()
