@@ -107,6 +107,7 @@ from .normalization import (
     LayerNorm,
     LocalResponseNorm,
     RMSNorm,
+    SyncBatchNorm,
 )
 from .padding import (
     CircularPad1d,
@@ -125,6 +126,7 @@ from .padding import (
     ZeroPad2d,
     ZeroPad3d,
 )
+from .parallel import DataParallel
 from .parameter_containers import ParameterDict, ParameterList
 from .pooling import (
     AdaptiveAvgPool1d,
@@ -199,5 +201,6 @@ __all__ = [
     "RReLU", "FeatureAlphaDropout", "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d",
     "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d",
     "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
-    "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer",
+    "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer", "SyncBatchNorm",
+    "DataParallel",
 ]

@@ -183,6 +183,48 @@ class BatchNorm3d(_BatchNorm):
     _accepted_dims, _example = (5,), "(N, C, D, H, W)"
 
 
+class SyncBatchNorm(_BatchNorm):
+    """Batch normalisation of ``(N, C, *)`` input of any rank.  convgrad trains in one
+    process (:mod:`convgrad.distributed` has no process group), where the batch's
+    statistics are all there are: torch's ``SyncBatchNorm`` outside a process group.
+    ``process_group`` is accepted and must be None."""
+
+    _accepted_dims, _example = (2, 3, 4, 5, 6), "(N, C, *)"
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True,
+                 process_group: Any = None, device: Any = None, dtype: Any = None, *,
+                 bias: bool = True) -> None:
+        if process_group is not None:
+            raise ValueError(f"SyncBatchNorm: process_group={process_group!r}; convgrad "
+                             "runs in one process (see convgrad.distributed): pass None")
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+        self.process_group = None
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module: Module, process_group: Any = None) -> Module:
+        """``module`` with every ``BatchNorm1d/2d/3d`` in it replaced by a
+        ``SyncBatchNorm`` holding the same parameters (the same objects) and buffers, as
+        torch's; the module itself if it is one."""
+        out = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            dt = (module.weight.data.dtype if module.weight is not None
+                  else module.running_mean.dtype if module.running_mean is not None else None)
+            out = cls(module.num_features, module.eps, module.momentum, module.affine,
+                      module.track_running_stats, process_group, dtype=dt,
+                      bias=module.bias is not None or not module.affine)
+            for name, p in module._parameters.items():
+                out._parameters[name] = p
+            for name, b in module._buffers.items():
+                out._buffers[name] = b
+            out.training = module.training
+        for name, child in module._modules.items():
+            if child is not None:
+                out._modules[name] = cls.convert_sync_batchnorm(child, process_group)
+        return out
+
+
 class _FusesActivation:
     """A group or instance normalisation layer, ``_normalize(input, activation)``: its
     ``forward`` (activation None), and ``forward_activation`` for a ReLU (0), a leaky

@@ -80,6 +80,8 @@ class _Remainder(Function):
 class ScriptMethodsMixin:
     """The methods listed in the module's docstring."""
 
+    __slots__ = ()
+
     # -- products
     def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """The product of the elements (along ``dim``): pairwise products, round by
