@@ -119,6 +119,18 @@ def test_shapes_that_do_not_fit():
         F.gaussian_nll_loss(a, a, cg.tensor(-np.ones((3, 4), np.float32)))
 
 
+def _within_twice_torchs_error(out, x, ref: dict) -> None:
+    """convgrad's float32 loss and input gradient within twice torch float32's error, both
+    against torch float64 (``ref``: dtype -> [loss, gradient])."""
+    assert out.dtype == np.float32 and out.shape == ref[torch.float64][0].shape
+    for o, exact, theirs in zip([out.numpy(), x.grad.numpy()], ref[torch.float64],
+                                ref[torch.float32]):
+        scale = max(float(np.linalg.norm(exact)), 1e-30)
+        err = float(np.linalg.norm(o.astype(np.float64) - exact)) / scale
+        torch_err = float(np.linalg.norm(theirs - exact)) / scale
+        assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+
+
 @pytest.mark.parametrize("p", [1, 2])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -138,13 +150,7 @@ def test_multi_margin_loss_within_twice_torchs_error(p, weighted, reduction):
         to = torch.nn.functional.multi_margin_loss(tx, torch.tensor(y), weight=tw, **kw)
         (to * torch.tensor(r, dtype=dtype)).sum().backward()
         ref[dtype] = [to.detach().double().numpy(), tx.grad.double().numpy()]
-    assert out.dtype == np.float32 and out.shape == ref[torch.float64][0].shape
-    for o, exact, theirs in zip([out.numpy(), ours_x.grad.numpy()], ref[torch.float64],
-                                ref[torch.float32]):
-        scale = max(float(np.linalg.norm(exact)), 1e-30)
-        err = float(np.linalg.norm(o.astype(np.float64) - exact)) / scale
-        torch_err = float(np.linalg.norm(theirs - exact)) / scale
-        assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+    _within_twice_torchs_error(out, ours_x, ref)
     layer = cg.nn.MultiMarginLoss(p=p, margin=0.8, weight=w, reduction=reduction)
     np.testing.assert_array_equal(layer(cg.tensor(x), y).numpy(),
                                   F.multi_margin_loss(cg.tensor(x), y, weight=w, **kw).numpy())
@@ -196,13 +202,7 @@ def test_multilabel_margin_loss_within_twice_torchs_error(reduction):
                                                          reduction=reduction)
         (to * torch.tensor(r, dtype=dtype)).sum().backward()
         ref[dtype] = [to.detach().double().numpy(), tx.grad.double().numpy()]
-    assert out.dtype == np.float32 and out.shape == ref[torch.float64][0].shape
-    for o, exact, theirs in zip([out.numpy(), ours_x.grad.numpy()], ref[torch.float64],
-                                ref[torch.float32]):
-        scale = max(float(np.linalg.norm(exact)), 1e-30)
-        err = float(np.linalg.norm(o.astype(np.float64) - exact)) / scale
-        torch_err = float(np.linalg.norm(theirs - exact)) / scale
-        assert err <= 2 * max(torch_err, 2.0 ** -24), (err, torch_err)
+    _within_twice_torchs_error(out, ours_x, ref)
     layer = cg.nn.MultiLabelMarginLoss(reduction=reduction)
     np.testing.assert_array_equal(layer(cg.tensor(x), y).numpy(), out.detach().numpy())
     one = F.multilabel_margin_loss(cg.tensor(x[0]), y[0]).numpy()
