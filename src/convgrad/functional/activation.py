@@ -6,7 +6,7 @@ from typing import Any
 
 from ..tensor import Tensor, args, as_tensor
 from ..tensor.elementwise import LeakyReLU
-from ..tensor.reduce import LogSoftmax, Softmax
+from ..tensor.reduce import LogSoftmax, Softmax, along
 
 __all__ = ["leaky_relu", "log_softmax", "relu", "sigmoid", "softmax", "softmin", "tanh"]
 
@@ -42,12 +42,7 @@ def _softmax_dim(fn: str, x: Tensor, dim: Any, axis: Any) -> int:
 
 def _along(op: Any, fn: str, input: Any, dim: Any, axis: Any) -> Tensor:
     x = as_tensor(input)
-    d = _softmax_dim(fn, x, dim, axis)
-    if x.numel() == 0:  # nothing to normalise: an empty result, as torch
-        return x.clone()
-    if x.ndim == 0:  # one element: softmax 1, log_softmax 0 (through the op, for grads)
-        return op.apply(x.reshape(1), dim=0).reshape(())
-    return op.apply(x, dim=d)
+    return along(op, x, _softmax_dim(fn, x, dim, axis))
 
 
 def softmax(input: Any, dim: int | None = None, *, axis: int | None = None  # noqa: A002

@@ -124,3 +124,14 @@ def _fast_grad(grad: Tensor, y: Tensor, dim: int, log: bool, rule: Any) -> Tenso
     softmax family's kernel except under ``create_graph``."""
     return kernel_or_rule(grad, rule, lambda reference: softmax.backward(
         grad.data, y.data, dim, log, reference))
+
+
+def along(op: type, x: Any, dim: int) -> Any:
+    """``op`` (``Softmax`` or ``LogSoftmax``) of the Tensor ``x`` along the checked dim
+    ``dim``: an empty result for an empty ``x``, and a 0-d ``x`` through the op as one
+    element (softmax 1, log-softmax 0, with their gradients), as torch."""
+    if x.numel() == 0:
+        return x.clone()
+    if x.ndim == 0:
+        return op.apply(x.reshape(1), dim=0).reshape(())
+    return op.apply(x, dim=dim)

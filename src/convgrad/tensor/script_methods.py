@@ -27,6 +27,7 @@ from .. import random as _random
 from ..autograd import Context, Function, tensor_type
 from . import args, operands
 from . import gather as _ga
+from . import reduce as _red
 from . import shape as _sh
 
 Tensor = Any  # annotations: the tensor layer's Tensor
@@ -175,15 +176,13 @@ class ScriptMethodsMixin:
 
     def softmax(self, dim: int, dtype: Any = None) -> Tensor:
         """``F.softmax`` along ``dim`` (of the Tensor converted to ``dtype`` first)."""
-        from ..functional.activation import softmax
-
-        return softmax(self if dtype is None else self.to(dtype), dim)
+        x = self if dtype is None else self.to(dtype)
+        return _red.along(_red.Softmax, x, args.dim("softmax", dim, max(x.ndim, 1)))
 
     def log_softmax(self, dim: int, dtype: Any = None) -> Tensor:
         """``F.log_softmax`` along ``dim`` (of the Tensor converted to ``dtype`` first)."""
-        from ..functional.activation import log_softmax
-
-        return log_softmax(self if dtype is None else self.to(dtype), dim)
+        x = self if dtype is None else self.to(dtype)
+        return _red.along(_red.LogSoftmax, x, args.dim("log_softmax", dim, max(x.ndim, 1)))
 
     # -- logic (bool results)
     def logical_and(self, other: Any) -> Tensor:
