@@ -26,6 +26,7 @@ from convgrad.tensor import pooling as P
 from convgrad.tensor import recurrent as REC
 from convgrad.tensor import reduce as R
 from convgrad.tensor import resampling as RS
+from convgrad.tensor import script_methods as SM
 from convgrad.tensor import shape as S
 from convgrad.tensor.activation import (
     ELU,
@@ -129,6 +130,8 @@ SAMPLES = {
     S.Concatenate: (lambda a, b: S.Concatenate.apply(a, b, dim=0), [arr(2, 3), arr(1, 3)]),
     S.MatMul: (lambda a, b: S.MatMul.apply(a, b), [arr(2, 3), arr(3, 4)]),
     MM.LogBase: (lambda a: MM.LogBase.apply(a, base=2), [arr(2, 3, low=0.5, high=2.0)]),
+    SM.Remainder: (lambda a, b: SM.Remainder.apply(a, b, python=True),
+                   [arr(2, 3), arr(2, 3, low=0.5, high=2.0)]),
     EIN.Einsum: (lambda a, b: EIN.Einsum.apply(a, b, spec="ij,jk->ik"), [arr(2, 3), arr(3, 4)]),
     MM.Triangle: (lambda a: MM.Triangle.apply(a, lower=True, diagonal=0), [arr(3, 3)]),
     LIN.Linear: (lambda x, w, b: LIN.Linear.apply(x, w, b), [arr(2, 3), arr(4, 3), arr(4)]),

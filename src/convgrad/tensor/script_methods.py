@@ -57,7 +57,7 @@ def _tensor(x: Any, like: Tensor) -> Tensor:
                                                     else None))
 
 
-class _Remainder(Function):
+class Remainder(Function):
     """``x - q y`` with ``q = floor(x / y)`` (``remainder``) or ``trunc`` (``fmod``),
     NumPy's values; d/dx = 1, d/dy = -q (q is piecewise constant)."""
 
@@ -157,11 +157,11 @@ class ScriptMethodsMixin:
 
     def remainder(self, other: Any) -> Tensor:
         """Python's ``%``: the result has the divisor's sign."""
-        return _Remainder.apply(self._floating(), _tensor(other, self), python=True)
+        return Remainder.apply(self._floating(), _tensor(other, self), python=True)
 
     def fmod(self, other: Any) -> Tensor:
         """C's ``fmod``: the result has the dividend's sign."""
-        return _Remainder.apply(self._floating(), _tensor(other, self), python=False)
+        return Remainder.apply(self._floating(), _tensor(other, self), python=False)
 
     def nan_to_num(self, nan: float = 0.0, posinf: float | None = None,
                    neginf: float | None = None) -> Tensor:
