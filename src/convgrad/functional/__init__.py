@@ -11,6 +11,25 @@ from .adaptive_pooling import (
     adaptive_max_pool2d,
     adaptive_max_pool3d,
 )
+from .aliases import (
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d_with_indices,
+    adaptive_max_pool3d_with_indices,
+    celu_,
+    elu_,
+    hardtanh_,
+    leaky_relu_,
+    max_pool1d_with_indices,
+    max_pool2d_with_indices,
+    max_pool3d_with_indices,
+    relu_,
+    rrelu_,
+    selu_,
+    threshold_,
+    upsample,
+    upsample_bilinear,
+    upsample_nearest,
+)
 from .attention import scaled_dot_product_attention
 from .binary_loss import binary_cross_entropy, binary_cross_entropy_with_logits
 from .conv import (
@@ -99,6 +118,11 @@ from .unpooling import (
 )
 
 __all__ = [
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d_with_indices", "celu_", "elu_", "hardtanh_", "leaky_relu_",
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
+    "relu_", "rrelu_", "selu_", "threshold_", "upsample", "upsample_bilinear",
+    "upsample_nearest",
     "conv_general", "conv1d", "conv2d", "conv3d",
     "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "relu", "leaky_relu", "sigmoid", "tanh", "softmax", "log_softmax",

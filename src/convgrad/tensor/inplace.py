@@ -1,5 +1,8 @@
 """In-place operations: ``+= -= *= /=``, ``add_``, ``sub_``, ``mul_``, ``div_``, ``clamp_``,
-``zero_``, ``fill_``, ``copy_`` and ``t[index] = value``.
+``zero_``, ``fill_``, ``copy_``, ``t[index] = value``, and the in-place forms of other
+methods (``relu_``, ``exp_``, ``addcmul_``, ``lerp_``, ``masked_fill_``, ``index_add_``,
+...: :meth:`InPlaceMixin._apply_` runs the out-of-place method on a copy of the old
+values when the write is recorded, so no rule inside it reads overwritten memory).
 
 Each one computes the new values with the same Function as its out-of-place form, writes
 them into the tensor's memory (so views and aliases see them) and counts one version of
@@ -81,6 +84,84 @@ class InPlaceMixin:
             raise ValueError(f"copy_: src of shape {np.shape(src)} does not broadcast to the "
                              f"tensor's shape {self.shape}")
         return _inplace(self, "copy_", _ew.Assign, src)
+
+    def _apply_(self, fn: str, f: Any, *others: Any) -> Tensor:
+        """``self = f(self)`` in place, ``f`` any composition of the differentiable
+        operations, reading ``others`` too (whether the write is recorded depends on them
+        as well); recorded, ``f`` reads a copy of the old values."""
+        T = tensor_type()
+        record = _recording(self, fn, None) or (is_grad_enabled() and any(
+            isinstance(o, T) and o._requires_grad for o in others))
+        if record:
+            _recording(self, fn, next(o for o in (*others, self)
+                                       if isinstance(o, T) and o._requires_grad))
+
+        def compute(old: Tensor) -> Tensor:
+            if record:  # the rules inside f may read the old values: they stay
+                version = _versions.version(old.data)
+                old.data = old.data.copy()
+                _versions.set_version(old.data, version)
+            return f(old)
+
+        return _commit(self, fn, compute, record)
+
+    def relu_(self) -> Tensor:
+        return self._apply_("relu_", lambda t: t.relu())
+
+    def sigmoid_(self) -> Tensor:
+        return self._apply_("sigmoid_", lambda t: t.sigmoid())
+
+    def tanh_(self) -> Tensor:
+        return self._apply_("tanh_", lambda t: t.tanh())
+
+    def exp_(self) -> Tensor:
+        return self._apply_("exp_", lambda t: t.exp())
+
+    def log_(self) -> Tensor:
+        return self._apply_("log_", lambda t: t.log())
+
+    def sqrt_(self) -> Tensor:
+        return self._apply_("sqrt_", lambda t: t.sqrt())
+
+    def square_(self) -> Tensor:
+        return self._apply_("square_", lambda t: t.square())
+
+    def abs_(self) -> Tensor:
+        return self._apply_("abs_", lambda t: t.abs())
+
+    def neg_(self) -> Tensor:
+        return self._apply_("neg_", lambda t: -t)
+
+    def pow_(self, exponent: Any) -> Tensor:
+        return self._apply_("pow_", lambda t: t ** exponent, exponent)
+
+    def addcmul_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        return self._apply_("addcmul_", lambda t: t.addcmul(tensor1, tensor2, value=value),
+                            tensor1, tensor2)
+
+    def addcdiv_(self, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        return self._apply_("addcdiv_", lambda t: t.addcdiv(tensor1, tensor2, value=value),
+                            tensor1, tensor2)
+
+    def lerp_(self, end: Any, weight: Any) -> Tensor:
+        return self._apply_("lerp_", lambda t: t.lerp(end, weight), end, weight)
+
+    def masked_fill_(self, mask: Any, value: Any) -> Tensor:
+        return self._apply_("masked_fill_", lambda t: t.masked_fill(mask, value), value)
+
+    def scatter_(self, dim: int, index: Any, src: Any = None, *, value: Any = None) -> Tensor:
+        return self._apply_("scatter_", lambda t: t.scatter(dim, index, src, value=value), src)
+
+    def scatter_add_(self, dim: int, index: Any, src: Any) -> Tensor:
+        return self._apply_("scatter_add_", lambda t: t.scatter_add(dim, index, src), src)
+
+    def index_add_(self, dim: int, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:
+        return self._apply_("index_add_", lambda t: t.index_add(dim, index, source,
+                                                                alpha=alpha), source)
+
+    def nan_to_num_(self, nan: float = 0.0, posinf: float | None = None,
+                    neginf: float | None = None) -> Tensor:
+        return self._apply_("nan_to_num_", lambda t: t.nan_to_num(nan, posinf, neginf))
 
     def __iadd__(self, other: Any) -> Tensor:
         return self.add_(other)
