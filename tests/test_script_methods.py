@@ -198,3 +198,53 @@ def test_wrong_arguments_name_themselves():
         cg.bincount(cg.tensor(np.array([-1, 2])))
     with pytest.raises(ValueError, match="diag: input of shape"):
         cg.tensor(np.ones((2, 2, 2))).diag()
+
+
+def test_the_second_batch_equals_torchs():
+    a, b = RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4))
+    _check(lambda x, y: x.logaddexp(y), lambda x, y: x.logaddexp(y), a, b)
+    _check(lambda x, y: x.logaddexp(y), lambda x, y: x.logaddexp(y), a * 800, b * 800)
+    xs, ys = np.array([0.0, 1.5, 2.0, 0.0]), np.array([0.5, 2.0, 0.3, 1.0])
+    _check(lambda x, y: x.xlogy(y), lambda x, y: x.xlogy(y), xs, ys)
+    _check(lambda x: x.logit(1e-3), lambda x: x.logit(1e-3), RNG.uniform(0, 1, (3, 4)))
+    _check(lambda x: x.frac(), lambda x: x.frac(), a * 3)
+    _check(lambda x: x.deg2rad(), lambda x: x.deg2rad(), a)
+    _check(lambda x: torch.rad2deg(x), lambda x: cg.rad2deg(x), a)
+    n = a.copy()
+    n[0, 1] = np.nan
+    _check(lambda x: x.nansum(1), lambda x: x.nansum(1), n)
+    _check(lambda x: x.nanmean(0), lambda x: x.nanmean(0), n)
+    _check(lambda x: x.median(), lambda x: x.median(), a)
+    for arr, dim in ((a, 1), (RNG.standard_normal((4, 3)), 0)):
+        tv, ti = torch.tensor(arr).median(dim)
+        cv, ci = cg.tensor(arr).median(dim)
+        np.testing.assert_array_equal(cv.numpy(), tv.numpy())
+        np.testing.assert_array_equal(ci.numpy(), ti.numpy())
+        _check(lambda x, d=dim: x.median(d).values, lambda x, d=dim: x.median(d).values, arr)
+    np.testing.assert_array_equal(cg.tensor(np.where(a > 0, a, 0)).count_nonzero(0).numpy(),
+                                  torch.tensor(np.where(a > 0, a, 0)).count_nonzero(0).numpy())
+    _check(lambda x: x.fliplr(), lambda x: x.fliplr(), a)
+    _check(lambda x: x.flipud(), lambda x: x.flipud(), a)
+    for k in (1, 2, 3, -1):
+        _check(lambda x, k=k: x.rot90(k, (0, 1)), lambda x, k=k: x.rot90(k, (0, 1)), a)
+    _check(lambda x: x.diff(2, 1), lambda x: x.diff(2, 1), a)
+    _check(lambda x, y: x.diff(1, 0, prepend=y[:1], append=y[1:2]),
+           lambda x, y: x.diff(1, 0, prepend=y[:1], append=y[1:2]), a, b)
+    flat = np.array([[0, 5], [11, 3]])
+    _check(lambda x: x.take(torch.tensor(flat)), lambda x: x.take(flat), a)
+    order = np.argsort(a, 1)
+    _check(lambda x: x.take_along_dim(torch.tensor(order), 1),
+           lambda x: x.take_along_dim(order, 1), a)
+    for spec in (3, [1, 3]):
+        for got, want in zip(cg.tensor(a).tensor_split(spec, 1),
+                             torch.tensor(a).tensor_split(spec, 1)):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+    _check(lambda x: x.select(1, 2), lambda x: x.select(1, 2), a)
+    _check(lambda x, y: x[0].outer(y[0]), lambda x, y: x[0].outer(y[0]), a, b)
+    _check(lambda x, y: x.inner(y), lambda x, y: x.inner(y), a, b)
+    _check(lambda x, y: torch.kron(x, y[:2, :2]), lambda x, y: cg.kron(x, y[:2, :2]), a, b)
+    v, w = RNG.standard_normal((2, 3)), RNG.standard_normal((2, 3))
+    _check(lambda x, y: torch.linalg.cross(x, y), lambda x, y: cg.cross(x, y), v, w)
+    t = cg.tensor(a)
+    assert t.stride() == torch.tensor(a).stride() and t.stride(1) == 1
+    assert t.get_device() == -1 and t.pin_memory() is t and t.data_ptr() == t.data.ctypes.data

@@ -32,7 +32,10 @@ METHOD_FORMS = frozenset({
     "prod", "cumprod", "dot", "mv", "addcmul", "addcdiv", "lerp", "remainder", "fmod",
     "nan_to_num", "logical_and", "logical_or", "logical_xor", "tile", "swapaxes", "swapdims",
     "unflatten", "masked_select", "nonzero", "diag", "diagonal", "trace", "scatter_add",
-    "index_add", "unique", "multinomial", "is_floating_point",
+    "index_add", "unique", "multinomial", "is_floating_point", "logaddexp", "xlogy", "logit",
+    "frac", "deg2rad", "rad2deg", "nansum", "nanmean", "median", "count_nonzero", "fliplr",
+    "flipud", "rot90", "diff", "take", "take_along_dim", "tensor_split", "select", "inner",
+    "kron", "cross",
 })
 
 

@@ -12,7 +12,13 @@ differentiable operations (so its gradients, of every order, are theirs):
 * selection: ``masked_select``, ``nonzero``, ``diag``, ``diagonal``, ``trace``,
   ``index_add``, ``scatter_add``, ``unique``;
 * ``multinomial`` (draws from the library's generator), ``is_floating_point``,
-  ``element_size``.
+  ``element_size``;
+* more of the same kind: ``logaddexp``, ``xlogy`` (0 where x is 0), ``logit`` (``eps``),
+  ``frac``, ``deg2rad``, ``rad2deg``, ``nansum``, ``nanmean`` (NaNs left out, no
+  gradient to them), ``median`` (the lower middle, torch's; with ``dim`` the values and
+  indices), ``count_nonzero``, ``fliplr``, ``flipud``, ``rot90``, ``diff``, ``take``,
+  ``take_along_dim``, ``tensor_split``, ``select``, ``outer``, ``inner``, ``kron``,
+  ``cross``, and ``stride``, ``data_ptr``, ``get_device`` (-1: the CPU), ``pin_memory``.
 """
 
 from __future__ import annotations
@@ -353,6 +359,225 @@ class ScriptMethodsMixin:
         for i, r in enumerate(rows):
             out[i] = rng.choice(r.size, size=n, replace=bool(replacement), p=r / r.sum())
         return _t()._wrap(out.reshape(w.shape[:-1] + (n,)))
+
+    # -- more of the same kind
+    def logaddexp(self, other: Any) -> Tensor:
+        """``log(e^self + e^other)``, computed as ``m + log(e^(self-m) + e^(other-m))``."""
+        other = _tensor(other, self)
+        m = operands.where(self.data >= np.asarray(other.data), self, other).detach()
+        m = operands.where(np.isfinite(m.data), m, _t()._wrap(np.zeros_like(m.data)))
+        return m + ((self - m).exp() + (other - m).exp()).log()
+
+    def xlogy(self, other: Any) -> Tensor:
+        """``self * log(other)``, 0 where self is 0 (unless other is NaN); its gradient in
+        self ``log(other)``, in other ``self / other``, as torch (0 in both where self is 0
+        and other is not positive)."""
+        other = _tensor(other, self)
+        x = self._floating()
+        y = np.asarray(other.data)
+        zero = np.broadcast_to((x.data == 0) & ~np.isnan(y) & (y <= 0),
+                               np.broadcast_shapes(x.shape, y.shape))
+        if zero.any():  # log of 0 or less times a zero x: the value is 0, not NaN
+            ones = _t()._wrap(np.ones(zero.shape, x.data.dtype))
+            log = operands.where(zero, ones, other).log()
+        else:
+            log = other.log()
+        return x * log + 0.0  # (+0.0: a zero x gives 0, not -0, as torch)
+
+    def logit(self, eps: float | None = None) -> Tensor:
+        """``log(p / (1 - p))``, p clamped to ``[eps, 1 - eps]`` when ``eps`` is given."""
+        p = self._floating()
+        if eps is not None:
+            p = p.clamp(eps, 1 - eps)
+        return (p / (1 - p)).log()
+
+    def frac(self) -> Tensor:
+        return self - self.trunc()
+
+    def deg2rad(self) -> Tensor:
+        return self._floating() * (np.pi / 180)
+
+    def rad2deg(self) -> Tensor:
+        return self._floating() * (180 / np.pi)
+
+    def nansum(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        x = self._floating()
+        clean = operands.where(np.isnan(x.data), _t()._wrap(np.zeros_like(x.data)), x)
+        return clean.sum(dim, keepdim)
+
+    def nanmean(self, dim: Any = None, keepdim: bool = False) -> Tensor:
+        x = self._floating()
+        count = _t()._wrap((~np.isnan(x.data)).astype(x.data.dtype)).sum(dim, keepdim)
+        return x.nansum(dim, keepdim) / count
+
+    def median(self, dim: Any = None, keepdim: bool = False) -> Any:
+        """The lower of the two middle values (torch's median); with ``dim``, the named
+        tuple (values, indices).  A NaN is the median of a slice holding one, as torch."""
+        from .torch_methods import sort as _pair
+
+        if dim is None:
+            flat = self.reshape(-1)
+            if flat.shape[0] == 0:
+                raise ValueError("median: the input is empty")
+            order = np.argsort(np.where(np.isnan(flat.data), np.inf, flat.data), kind="stable")
+            nan = np.flatnonzero(np.isnan(flat.data))
+            pick = nan[0] if nan.size else order[(flat.shape[0] - 1) // 2]
+            return flat[int(pick)]
+        d = args.dim("median", dim, max(self.ndim, 1))
+        moved = np.moveaxis(self.data, d, -1)
+        keyed = np.where(np.isnan(moved), np.inf, moved)
+        order = np.argsort(keyed, axis=-1, kind="stable")
+        n = moved.shape[-1]
+        idx = np.take(order, [(n - 1) // 2], axis=-1)
+        nan_first = np.argmax(np.isnan(moved), axis=-1)[..., None]
+        idx = np.where(np.isnan(moved).any(-1, keepdims=True), nan_first, idx)
+        idx = np.moveaxis(idx, -1, d).astype(np.int64)
+        values = self.gather(d, idx)
+        if not keepdim:
+            values, idx = values.squeeze(d), np.squeeze(idx, d)
+        return _pair(values, _t()._wrap(idx))
+
+    def count_nonzero(self, dim: Any = None) -> Tensor:
+        axis = None if dim is None else tuple(args.dims("count_nonzero", dim, self.ndim))
+        return _t()._wrap(np.asarray(np.count_nonzero(self.data, axis=axis), np.int64))
+
+    def fliplr(self) -> Tensor:
+        if self.ndim < 2:
+            raise ValueError(f"fliplr: input of shape {tuple(self.shape)} must be >= 2-d")
+        return self.flip(1)
+
+    def flipud(self) -> Tensor:
+        if self.ndim < 1:
+            raise ValueError("flipud: a 0-d input has no dim to flip")
+        return self.flip(0)
+
+    def rot90(self, k: int = 1, dims: Any = (0, 1)) -> Tensor:
+        """Rotated by 90 degrees ``k`` times in the plane ``dims``, from the first
+        towards the second, as torch."""
+        k = _int("rot90", "k", k) % 4
+        a, b = (args.dim("rot90", d, self.ndim) for d in dims)
+        if a == b:
+            raise ValueError(f"rot90: dims={tuple(dims)} must be two different dims")
+        if k == 0:
+            return self.clone()
+        if k == 1:
+            return self.flip(b).transpose(a, b)
+        if k == 2:
+            return self.flip(a, b)
+        return self.transpose(a, b).flip(b)
+
+    def diff(self, n: int = 1, dim: int = -1, prepend: Any = None,
+             append: Any = None) -> Tensor:
+        """The ``n``-th forward difference along ``dim`` (with ``prepend`` / ``append``
+        joined first)."""
+        d = args.dim("diff", dim, max(self.ndim, 1))
+        x = self
+        parts = [p for p in (prepend, x, append) if p is not None]
+        if len(parts) > 1:
+            x = _cat([_tensor(p, self) for p in parts], d)
+        for _ in range(_int("diff", "n", n)):
+            m = x.shape[d]
+            x = x.narrow(d, 1, m - 1) - x.narrow(d, 0, m - 1) if m > 0 else x
+        return x
+
+    def take(self, index: Any) -> Tensor:
+        """Elements at flat ``index`` of the Tensor read row-major."""
+        idx = np.asarray(getattr(index, "data", index)).astype(np.int64)
+        return self.reshape(-1)[idx]
+
+    def take_along_dim(self, indices: Any, dim: int | None = None) -> Tensor:
+        idx = np.asarray(getattr(indices, "data", indices)).astype(np.int64)
+        if dim is None:
+            return self.reshape(-1)[idx.reshape(-1)]
+        d = args.dim("take_along_dim", dim, max(self.ndim, 1))
+        shape = np.broadcast_shapes(tuple(self.shape[:d]) + (1,) + tuple(self.shape[d + 1:]),
+                                    idx.shape[:d] + (1,) + idx.shape[d + 1:])
+        x = self.expand(*shape[:d], self.shape[d], *shape[d + 1:])
+        full = np.broadcast_to(idx, shape[:d] + (idx.shape[d],) + shape[d + 1:])
+        return x.gather(d, np.ascontiguousarray(full))
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+        """Split into ``n`` nearly equal parts (the first ones one longer), or at the
+        given indices."""
+        d = args.dim("tensor_split", dim, max(self.ndim, 1))
+        n = self.shape[d]
+        if isinstance(indices_or_sections, Integral) and not isinstance(indices_or_sections,
+                                                                      bool):
+            k = int(indices_or_sections)
+            if k < 1:
+                raise ValueError(f"tensor_split: sections={k} must be >= 1")
+            sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+            cuts = np.cumsum([0] + sizes)
+        else:
+            cuts = [0, *[min(max(int(i), 0), n) for i in indices_or_sections], n]
+        return tuple(self.narrow(d, int(a), max(int(b) - int(a), 0))
+                     for a, b in zip(cuts[:-1], cuts[1:]))
+
+    def select(self, dim: int, index: int) -> Tensor:
+        d = args.dim("select", dim, max(self.ndim, 1))
+        return self[(slice(None),) * d + (_int("select", "index", index),)]
+
+    def outer(self, vec2: Any) -> Tensor:
+        vec2 = _tensor(vec2, self)
+        if self.ndim != 1 or vec2.ndim != 1:
+            raise ValueError(f"outer: expects two 1-d Tensors, got shapes {tuple(self.shape)} "
+                             f"and {tuple(vec2.shape)}")
+        return self.unsqueeze(1) * vec2.unsqueeze(0)
+
+    def inner(self, other: Any) -> Tensor:
+        """The sum over the last dims of both: shape ``self[:-1] + other[:-1]``."""
+        other = _tensor(other, self)
+        if self.ndim == 0 or other.ndim == 0:
+            return self * other
+        k = self.shape[-1]
+        if other.shape[-1] != k:
+            raise ValueError(f"inner: the last dims differ: {tuple(self.shape)} and "
+                             f"{tuple(other.shape)}")
+        out = self.reshape(-1, k) @ other.reshape(-1, k).transpose(0, 1)
+        return out.reshape(*self.shape[:-1], *other.shape[:-1])
+
+    def kron(self, other: Any) -> Tensor:
+        """The Kronecker product (the lower-rank one given leading unit dims)."""
+        other = _tensor(other, self)
+        nd = max(self.ndim, other.ndim)
+        a = self.reshape(*([1] * (nd - self.ndim)), *self.shape)
+        b = other.reshape(*([1] * (nd - other.ndim)), *other.shape)
+        inter_a = [v for s in a.shape for v in (s, 1)]
+        inter_b = [v for s in b.shape for v in (1, s)]
+        out = a.reshape(*inter_a) * b.reshape(*inter_b)
+        return out.reshape(*[sa * sb for sa, sb in zip(a.shape, b.shape)])
+
+    def cross(self, other: Any, dim: int | None = None) -> Tensor:
+        """The cross product of 3-vectors along ``dim`` (the first dim of size 3 when
+        None, as torch's ``cross``)."""
+        other = _tensor(other, self)
+        if dim is None:
+            sizes = [i for i, s in enumerate(self.shape) if s == 3]
+            if not sizes:
+                raise ValueError(f"cross: no dim of size 3 in shape {tuple(self.shape)}")
+            dim = sizes[0]
+        d = args.dim("cross", dim, max(self.ndim, 1))
+        if self.shape[d] != 3 or other.shape[d] != 3:
+            raise ValueError(f"cross: dim {d} must have size 3 in both, got "
+                             f"{tuple(self.shape)} and {tuple(other.shape)}")
+        a = [self.narrow(d, i, 1) for i in range(3)]
+        b = [other.narrow(d, i, 1) for i in range(3)]
+        return _cat([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
+                     a[0] * b[1] - a[1] * b[0]], d)
+
+    def stride(self, dim: int | None = None) -> Any:
+        """Element strides (the Tensor's memory layout, channels-last ones included)."""
+        st = tuple(s // self.data.itemsize for s in self.data.strides)
+        return st if dim is None else st[args.dim("stride", dim, max(self.ndim, 1))]
+
+    def data_ptr(self) -> int:
+        return int(self.data.ctypes.data)
+
+    def get_device(self) -> int:
+        return -1
+
+    def pin_memory(self) -> Tensor:
+        return self
 
     # -- about the Tensor
     def is_floating_point(self) -> bool:
