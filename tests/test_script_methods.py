@@ -248,3 +248,20 @@ def test_the_second_batch_equals_torchs():
     t = cg.tensor(a)
     assert t.stride() == torch.tensor(a).stride() and t.stride(1) == 1
     assert t.get_device() == -1 and t.pin_memory() is t and t.data_ptr() == t.data.ctypes.data
+
+
+def test_the_tensor_constructors_size_form_is_torchs():
+    """``Tensor(2, 3)`` (an old script's ``nn.Parameter(torch.Tensor(n_in, n_out))``) is a
+    (2, 3) float32 Tensor, ``Tensor()`` an empty one; data stays data."""
+    for args in [(), (2, 3), (5,), (np.int64(4), 2), ([1, 2],), ((2, 3),)]:
+        ours, theirs = cg.Tensor(*args), torch.Tensor(*args)
+        assert ours.shape == tuple(theirs.shape) and ours.dtype == np.float32
+    assert cg.Tensor(2, 3).sum().item() == 0 and cg.Tensor(2, requires_grad=True).requires_grad
+    np.testing.assert_array_equal(cg.Tensor([1, 2]).numpy(), [1.0, 2.0])
+    with pytest.raises(TypeError, match="by keyword"):
+        cg.Tensor([1.0], True)
+    with pytest.raises(ValueError, match="sizes"):
+        cg.Tensor(2, -1)
+    p = cg.nn.Parameter(cg.Tensor(3, 4))
+    cg.nn.init.xavier_normal_(p)
+    assert p.shape == (3, 4) and p.requires_grad

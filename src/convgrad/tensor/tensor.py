@@ -167,6 +167,11 @@ def _index(index: Any) -> tuple:
 
 
 # ----------------------------------------------------------------------------- Tensor
+def _is_size(v: Any) -> bool:
+    """An int (not a bool) of Python or NumPy: one of torch's ``Tensor(*sizes)``."""
+    return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
+
+
 class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMixin):
     """An n-dimensional array with reverse-mode autodiff (float32 and float64 tensors).
 
@@ -178,7 +183,20 @@ class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMix
     __array_ufunc__ = None  # `ndarray (op) Tensor` defers to the Tensor's reflected operator
     __hash__ = object.__hash__  # tensors are dict keys; == is elementwise
 
-    def __init__(self, data: Any, requires_grad: bool = False, dtype: Any = None) -> None:
+    def __init__(self, data: Any = None, *sizes: Any, requires_grad: bool = False,
+                 dtype: Any = None) -> None:
+        if data is None or _is_size(data) and all(_is_size(s) for s in sizes):
+            # torch's size form: Tensor() is empty, Tensor(2, 3) a (2, 3) Tensor (zeros:
+            # torch leaves its memory uninitialised)
+            shape = (0,) if data is None else (int(data), *(int(s) for s in sizes))
+            if any(n < 0 for n in shape):
+                raise ValueError(f"Tensor: sizes {shape} must be >= 0")
+            data = np.zeros(shape, np.float32 if dtype is None else _check_dtype("Tensor",
+                                                                                dtype))
+        elif sizes:
+            raise TypeError(f"Tensor: data={data!r} with more positional arguments "
+                            f"{sizes!r}: expected data, or sizes (ints) only; pass "
+                            "requires_grad and dtype by keyword")
         self.data = _array_data("Tensor", data, dtype)
         self.grad: Tensor | None = None
         self.grad_fn = None
@@ -838,7 +856,7 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, device: An
     """
     _device.check_device("tensor", device)
     arr = _array_data("tensor", data, dtype, copy=True)
-    return Tensor(arr, requires_grad, arr.dtype)
+    return Tensor(arr, requires_grad=requires_grad, dtype=arr.dtype)
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
