@@ -153,7 +153,7 @@ class TorchMethodsMixin:
         _device.check_device("new_tensor", device)
         dt = self.data.dtype if dtype is None else args.tensor_dtype("new_tensor", dtype)
         data = data.data if isinstance(data, _t()) else data
-        return _t()(np.array(data, dtype=dt, copy=True), requires_grad, dt)
+        return _t()(np.array(data, dtype=dt, copy=True), requires_grad=requires_grad, dtype=dt)
 
     def new_zeros(self, *size: Any, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Tensor:
