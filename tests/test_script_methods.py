@@ -265,3 +265,35 @@ def test_the_tensor_constructors_size_form_is_torchs():
     p = cg.nn.Parameter(cg.Tensor(3, 4))
     cg.nn.init.xavier_normal_(p)
     assert p.shape == (3, 4) and p.requires_grad
+
+
+def test_a_third_batch_of_torchs_names():
+    x = RNG.standard_normal((3, 4))
+    _check(lambda t: t.clamp_min(0.1), lambda t: t.clamp_min(0.1), x)
+    _check(lambda t: torch.clamp_max(t, 0.2), lambda t: cg.clamp_max(t, 0.2), x)
+    _check(lambda t: t.mT, lambda t: t.mT, x)
+    np.testing.assert_array_equal(cg.tensor(x > 0, dtype=cg.bool).argwhere().numpy(),
+                                  torch.tensor(x > 0).argwhere().numpy())
+    for dt_ours, dt_torch in ((cg.float32, torch.float32), (cg.float64, torch.float64)):
+        ours, theirs = cg.finfo(dt_ours), torch.finfo(dt_torch)
+        assert (ours.eps, ours.max, ours.min, ours.tiny, ours.bits) == (
+            theirs.eps, theirs.max, theirs.min, theirs.tiny, theirs.bits)
+    assert cg.iinfo(cg.int64).max == torch.iinfo(torch.int64).max
+    assert cg.finfo().eps == torch.finfo().eps
+    with pytest.raises(TypeError, match="not an integer"):
+        cg.iinfo(cg.float32)
+    for fn in ("std_mean", "var_mean"):
+        for kw in ({"dim": 1}, {"dim": 0, "correction": 0, "keepdim": True}):
+            got = getattr(cg, fn)(cg.tensor(x), **kw)
+            want = getattr(torch, fn)(torch.tensor(x), **kw)
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-12)
+    t = cg.tensor(x)
+    assert t.new(2, 3).shape == (2, 3) and t.new(2, 3).dtype == np.float64
+    np.testing.assert_array_equal(t.new([1, 2]).numpy(), [1.0, 2.0])
+    with pytest.raises(TypeError, match="float16"):
+        t.half()
+    v = cg.autograd.Variable(cg.tensor(x), requires_grad=True)
+    assert v.requires_grad and v.grad_fn is None
+    (v * 2).sum().backward()
+    np.testing.assert_array_equal(v.grad.numpy(), np.full((3, 4), 2.0))

@@ -109,10 +109,14 @@ from .tensor.memory_format import (
 from .tensor.script_functions import (
     bincount,
     cdist,
+    finfo,
     hstack,
+    iinfo,
     meshgrid,
+    std_mean,
     tril_indices,
     triu_indices,
+    var_mean,
     vstack,
 )
 from .threads import get_num_threads, set_num_threads
@@ -136,6 +140,7 @@ __all__ = [
     "eye", "from_dlpack", "memory_format", "contiguous_format", "channels_last",
     "channels_last_3d", "preserve_format", "einsum", "inference_mode", "is_tensor", "outer",
     "bincount", "cdist", "hstack", "meshgrid", "tril_indices", "triu_indices", "vstack",
+    "finfo", "iinfo", "std_mean", "var_mean",
 ]
 
 

@@ -16,6 +16,7 @@ from .function import (
     tensor_type,
 )
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .variable import Variable
 
 __all__ = [
     "OUTPUT",
@@ -31,4 +32,5 @@ __all__ = [
     "inference_mode",
     "register_tensor_type",
     "set_grad_enabled",
+    "Variable",
 ]

@@ -35,7 +35,7 @@ METHOD_FORMS = frozenset({
     "index_add", "unique", "multinomial", "is_floating_point", "logaddexp", "xlogy", "logit",
     "frac", "deg2rad", "rad2deg", "nansum", "nanmean", "median", "count_nonzero", "fliplr",
     "flipud", "rot90", "diff", "take", "take_along_dim", "tensor_split", "select", "inner",
-    "kron", "cross",
+    "kron", "cross", "clamp_min", "clamp_max", "argwhere",
 })
 
 

@@ -1,6 +1,8 @@
 """torch's functions that are not Tensor methods, composed of the library's
-differentiable operations: ``meshgrid``, ``hstack``, ``vstack``, ``cdist``; and the
-integer ones ``bincount``, ``tril_indices``, ``triu_indices`` (no gradient)."""
+differentiable operations: ``meshgrid``, ``hstack``, ``vstack``, ``cdist``, ``std_mean``,
+``var_mean``; the integer ones ``bincount``, ``tril_indices``, ``triu_indices`` (no
+gradient); and ``finfo`` / ``iinfo`` (NumPy's, which carry torch's attribute names:
+``eps``, ``max``, ``min``, ``tiny``, ``bits``, ``resolution``)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,11 @@ from typing import Any
 import numpy as np
 
 from ..devices import check_device
-from .args import check_dtype
+from .args import check_dtype, tensor_dtype
 from .tensor import Tensor, as_tensor, concatenate
 
-__all__ = ["bincount", "cdist", "hstack", "meshgrid", "tril_indices", "triu_indices",
-           "vstack"]
+__all__ = ["bincount", "cdist", "finfo", "hstack", "iinfo", "meshgrid", "std_mean",
+           "tril_indices", "triu_indices", "var_mean", "vstack"]
 
 
 def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
@@ -125,3 +127,33 @@ def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None,
                  device: Any = None) -> Tensor:
     """The (2, n) indices of the upper triangle."""
     return _indices("triu_indices", row, col, offset, True, dtype, device)
+
+
+def std_mean(input: Any, dim: Any = None, *, correction: Any = 1,  # noqa: A002
+             keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    """``(std, mean)`` over ``dim`` (``correction`` 1: the unbiased std, as torch)."""
+    x = as_tensor(input)
+    return x.std(dim, keepdim=keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+def var_mean(input: Any, dim: Any = None, *, correction: Any = 1,  # noqa: A002
+             keepdim: bool = False) -> tuple[Tensor, Tensor]:
+    """``(var, mean)`` over ``dim``."""
+    x = as_tensor(input)
+    return x.var(dim, keepdim=keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+def finfo(dtype: Any = None) -> Any:
+    """The float dtype's limits (float32 by default, as torch's default dtype)."""
+    dt = np.dtype(np.float32) if dtype is None else check_dtype("finfo", dtype)
+    if dt.kind != "f":
+        raise TypeError(f"finfo: dtype={dtype!r} is not a float dtype (iinfo is for integers)")
+    return np.finfo(dt)
+
+
+def iinfo(dtype: Any) -> Any:
+    """The integer dtype's limits."""
+    dt = tensor_dtype("iinfo", dtype)
+    if dt.kind not in "iu":
+        raise TypeError(f"iinfo: dtype={dtype!r} is not an integer dtype")
+    return np.iinfo(dt)

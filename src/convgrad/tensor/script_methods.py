@@ -579,6 +579,39 @@ class ScriptMethodsMixin:
     def pin_memory(self) -> Tensor:
         return self
 
+    def clamp_min(self, min: Any) -> Tensor:  # noqa: A002 (torch's name)
+        return self.clamp(min=min)
+
+    def clamp_max(self, max: Any) -> Tensor:  # noqa: A002
+        return self.clamp(max=max)
+
+    @property
+    def mT(self) -> Tensor:  # noqa: N802 (torch's name)
+        """The last two dims swapped."""
+        if self.ndim < 2:
+            raise ValueError(f"mT: a Tensor of shape {tuple(self.shape)} has fewer than 2 dims")
+        return self.transpose(-2, -1)
+
+    def argwhere(self) -> Tensor:
+        return self.nonzero()
+
+    def new(self, *args: Any) -> Tensor:
+        """torch's legacy constructor: ``new(*sizes)`` an empty Tensor of this dtype (zeros),
+        ``new(data)`` a copy of ``data`` in it."""
+        if not args or all(isinstance(a, Integral) and not isinstance(a, bool) for a in args):
+            return self.new_zeros(*args) if args else self.new_zeros((0,))
+        if len(args) != 1:
+            raise TypeError(f"new: expected sizes (ints) or one data argument, got {args!r}")
+        return self.new_tensor(args[0])
+
+    def half(self) -> Tensor:
+        raise TypeError("half: float16 Tensors are not supported (float32 and float64 are); "
+                        "keep float32")
+
+    def bfloat16(self) -> Tensor:
+        raise TypeError("bfloat16: bfloat16 Tensors are not supported (float32 and float64 "
+                        "are); keep float32")
+
     # -- about the Tensor
     def is_floating_point(self) -> bool:
         return self.data.dtype.kind == "f"
