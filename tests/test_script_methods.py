@@ -297,3 +297,14 @@ def test_a_third_batch_of_torchs_names():
     assert v.requires_grad and v.grad_fn is None
     (v * 2).sum().backward()
     np.testing.assert_array_equal(v.grad.numpy(), np.full((3, 4), 2.0))
+
+
+def test_the_legacy_typed_constructors_as_torchs():
+    for name in ("FloatTensor", "DoubleTensor", "LongTensor", "IntTensor", "BoolTensor"):
+        for args in (([1, 0, 3],), (np.array([[1.7, -2.0]]),), (2, 3), ()):
+            ours, theirs = getattr(cg, name)(*args), getattr(torch, name)(*args)
+            assert ours.shape == tuple(theirs.shape) and ours.dtype == theirs.numpy().dtype
+            if args and not isinstance(args[0], int):
+                np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    with pytest.raises(TypeError, match="LongTensor: expected data or sizes"):
+        cg.LongTensor([1], 2)

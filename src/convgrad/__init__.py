@@ -107,6 +107,11 @@ from .tensor.memory_format import (
     preserve_format,
 )
 from .tensor.script_functions import (
+    BoolTensor,
+    DoubleTensor,
+    FloatTensor,
+    IntTensor,
+    LongTensor,
     bincount,
     cdist,
     finfo,
@@ -140,7 +145,8 @@ __all__ = [
     "eye", "from_dlpack", "memory_format", "contiguous_format", "channels_last",
     "channels_last_3d", "preserve_format", "einsum", "inference_mode", "is_tensor", "outer",
     "bincount", "cdist", "hstack", "meshgrid", "tril_indices", "triu_indices", "vstack",
-    "finfo", "iinfo", "std_mean", "var_mean",
+    "finfo", "iinfo", "std_mean", "var_mean", "FloatTensor", "DoubleTensor", "LongTensor",
+    "IntTensor", "BoolTensor",
 ]
 
 

@@ -1,8 +1,10 @@
 """torch's functions that are not Tensor methods, composed of the library's
 differentiable operations: ``meshgrid``, ``hstack``, ``vstack``, ``cdist``, ``std_mean``,
 ``var_mean``; the integer ones ``bincount``, ``tril_indices``, ``triu_indices`` (no
-gradient); and ``finfo`` / ``iinfo`` (NumPy's, which carry torch's attribute names:
-``eps``, ``max``, ``min``, ``tiny``, ``bits``, ``resolution``)."""
+gradient); ``finfo`` / ``iinfo`` (NumPy's, which carry torch's attribute names:
+``eps``, ``max``, ``min``, ``tiny``, ``bits``, ``resolution``); and torch's legacy typed
+constructors ``FloatTensor``, ``DoubleTensor``, ``LongTensor``, ``IntTensor``,
+``BoolTensor`` (data, or sizes: zeros), functions here, not classes."""
 
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ from ..devices import check_device
 from .args import check_dtype, tensor_dtype
 from .tensor import Tensor, as_tensor, concatenate
 
-__all__ = ["bincount", "cdist", "finfo", "hstack", "iinfo", "meshgrid", "std_mean",
-           "tril_indices", "triu_indices", "var_mean", "vstack"]
+__all__ = ["BoolTensor", "DoubleTensor", "FloatTensor", "IntTensor", "LongTensor", "bincount",
+           "cdist", "finfo", "hstack", "iinfo", "meshgrid", "std_mean", "tril_indices",
+           "triu_indices", "var_mean", "vstack"]
 
 
 def meshgrid(*tensors: Any, indexing: str = "ij") -> tuple[Tensor, ...]:
@@ -157,3 +160,26 @@ def iinfo(dtype: Any) -> Any:
     if dt.kind not in "iu":
         raise TypeError(f"iinfo: dtype={dtype!r} is not an integer dtype")
     return np.iinfo(dt)
+
+
+def _typed(name: str, dtype: Any) -> Any:
+    def make(*args: Any) -> Tensor:
+        if all(isinstance(a, int | np.integer) and not isinstance(a, bool) for a in args):
+            return Tensor._wrap(np.zeros(tuple(int(a) for a in args) if args else (0,), dtype))
+        if len(args) != 1:
+            raise TypeError(f"{name}: expected data or sizes (ints), got {args!r}")
+        data = args[0]
+        arr = np.array(getattr(data, "data", data), dtype=dtype)
+        return Tensor._wrap(arr)
+
+    make.__name__ = make.__qualname__ = name
+    make.__doc__ = (f"torch's legacy ``{name}(data)`` (a {np.dtype(dtype)} copy) or "
+                    f"``{name}(*sizes)`` (zeros).")
+    return make
+
+
+FloatTensor = _typed("FloatTensor", np.float32)
+DoubleTensor = _typed("DoubleTensor", np.float64)
+LongTensor = _typed("LongTensor", np.int64)
+IntTensor = _typed("IntTensor", np.int32)
+BoolTensor = _typed("BoolTensor", np.bool_)
