@@ -152,11 +152,12 @@ __all__ = [
 
 def __getattr__(name: str):
     # the heavier layers load on first use: cg.nn, cg.optim, cg.metrics, cg.utils,
-    # cg.serialization, cg.distributed, cg.multiprocessing, cg.save, cg.load
+    # cg.serialization, cg.distributed, cg.distributions, cg.multiprocessing, cg.save,
+    # cg.load
     import importlib
 
     if name in ("nn", "optim", "metrics", "utils", "serialization", "distributed",
-                "multiprocessing"):
+                "distributions", "multiprocessing"):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)
