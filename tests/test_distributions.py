@@ -108,3 +108,19 @@ def test_wrong_arguments_name_themselves():
     with pytest.raises(TypeError, match="no rule for Normal and Categorical"):
         D.kl_divergence(D.Normal(cg.tensor(0.0), cg.tensor(1.0)),
                         D.Categorical(probs=cg.tensor([0.5, 0.5])))
+
+
+def test_zero_probabilities_give_torchs_finite_gradients():
+    """A zero probability has torch's clamped logit: entropy, KL and log-probabilities and
+    their gradients are finite and equal torch's (no 0 * -inf)."""
+    p = np.array([[0.0, 0.3, 0.7], [0.5, 0.5, 0.0]])
+    q = np.array([[0.2, 0.3, 0.5], [0.1, 0.6, 0.3]])
+    ours_l, their_l = _leaves(p)
+    found = []
+    for lib, mod, leaf in ((cg, D, ours_l[0]), (torch, TD, their_l[0])):
+        c = mod.Categorical(probs=leaf)
+        other = mod.Categorical(probs=lib.tensor(q))
+        out = c.entropy() + mod.kl_divergence(c, other) + c.log_prob(lib.tensor(np.array([1, 0])))
+        found.append(out)
+    _same(found[0], found[1], ours_l, their_l)
+    assert np.isfinite(ours_l[0].grad.numpy()).all()

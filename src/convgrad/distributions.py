@@ -29,6 +29,13 @@ def _float(x: Any, like: Tensor | None = None) -> Tensor:
     return t
 
 
+def _clamped(p: Tensor) -> Tensor:
+    """Probabilities kept in [eps, 1 - eps] before a log (torch's ``clamp_probs``): a zero
+    probability then has a finite logit, and no NaN reaches a gradient."""
+    eps = float(np.finfo(p.data.dtype).eps)
+    return p.clamp(eps, 1 - eps)
+
+
 def _shape(sample_shape: Any) -> tuple:
     return tuple(sample_shape) if not isinstance(sample_shape, int) else (sample_shape,)
 
@@ -104,7 +111,7 @@ class Categorical(Distribution):
         if probs is not None:
             p = _float(probs)
             self.probs = p / p.sum(-1, keepdim=True)
-            self.logits = self.probs.log()
+            self.logits = _clamped(self.probs).log()  # torch's probs_to_logits
         else:
             lg = _float(logits)
             self.logits = lg - lg.logsumexp(-1, keepdim=True)
@@ -136,11 +143,14 @@ class Categorical(Distribution):
         logits = self.logits.expand(*shape, self.logits.shape[-1])
         return logits.gather(-1, np.broadcast_to(v, shape)[..., None].copy()).squeeze(-1)
 
+    def _finite_logits(self) -> Tensor:
+        """The logits with -inf (a zero probability) raised to the dtype's lowest value,
+        as torch: p log p is then 0 there, and so is its gradient (not NaN)."""
+        return self.logits.clamp(min=float(np.finfo(self.logits.data.dtype).min))
+
     def entropy(self) -> Tensor:
         """``-sum p log p`` (0 log 0 taken as 0)."""
-        plogp = where(self.probs.data > 0, self.probs * self.logits,
-                      Tensor._wrap(np.zeros((), self.probs.data.dtype)))
-        return -plogp.sum(-1)
+        return -(self.probs * self._finite_logits()).sum(-1)
 
 
 class Bernoulli(Distribution):
@@ -153,7 +163,8 @@ class Bernoulli(Distribution):
             raise ValueError("Bernoulli: pass exactly one of probs and logits")
         if probs is not None:
             self.probs = _float(probs)
-            self.logits = self.probs.log() - (1 - self.probs).log()
+            c = _clamped(self.probs)
+            self.logits = c.log() - (1 - c).log()  # torch's probs_to_logits
         else:
             self.logits = _float(logits)
             self.probs = self.logits.sigmoid()
@@ -181,9 +192,8 @@ def kl_divergence(p: Distribution, q: Distribution) -> Tensor:
         t1 = ((p.loc - q.loc) / q.scale) ** 2
         return 0.5 * (var_ratio + t1 - 1 - var_ratio.log())
     if isinstance(p, Categorical) and isinstance(q, Categorical):
-        t = where(p.probs.data > 0, p.probs * (p.logits - q.logits),
-                  Tensor._wrap(np.zeros((), p.probs.data.dtype)))
-        return t.sum(-1)
+        t = p.probs * (p._finite_logits() - q.logits)  # 0 where p is 0; +inf where only q is
+        return where(p.probs.data > 0, t, Tensor._wrap(np.zeros((), p.probs.data.dtype))).sum(-1)
     raise TypeError(f"kl_divergence: no rule for {type(p).__name__} and "
                               f"{type(q).__name__} (Normal/Normal and "
                               "Categorical/Categorical are)")
