@@ -308,3 +308,46 @@ def test_the_legacy_typed_constructors_as_torchs():
                 np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
     with pytest.raises(TypeError, match="LongTensor: expected data or sizes"):
         cg.LongTensor([1], 2)
+
+
+FLOAT32_CASES = {
+    # name: (torch form, convgrad form, input shapes); inputs away from the kinks
+    "prod": (lambda x: x.prod(1), lambda x: x.prod(1), [(6, 37)]),
+    "cumprod": (lambda x: x.cumprod(1), lambda x: x.cumprod(1), [(6, 37)]),
+    "cdist": (lambda a, b: torch.cdist(a, b), lambda a, b: cg.cdist(a, b),
+              [(2, 9, 16), (2, 7, 16)]),
+    "logaddexp": (lambda a, b: a.logaddexp(b), lambda a, b: a.logaddexp(b), [(5, 8), (5, 8)]),
+    "lerp": (lambda a, b: a.lerp(b, 0.3), lambda a, b: a.lerp(b, 0.3), [(5, 8), (5, 8)]),
+    "kron": (lambda a, b: torch.kron(a, b), lambda a, b: cg.kron(a, b), [(3, 4), (4, 2)]),
+    "inner": (lambda a, b: a.inner(b), lambda a, b: a.inner(b), [(5, 64), (3, 64)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT32_CASES))
+def test_float32_within_twice_torchs_error(name):
+    """float32 values and gradients against torch float64, within twice torch float32's
+    error on the same values (relative 2-norm)."""
+    fn_t, fn_c, shapes = FLOAT32_CASES[name]
+    # float32 values: the float64 reference computes on the very values both float32 runs see
+    arrays = [RNG.uniform(0.6, 1.6, s).astype(np.float32).astype(np.float64) for s in shapes]
+    w = None
+    found = {}
+    for lib, dtype in ((torch, torch.float64), (torch, torch.float32), (cg, np.float32)):
+        if lib is torch:
+            ins = [torch.tensor(a, dtype=dtype, requires_grad=True) for a in arrays]
+            out = fn_t(*ins)
+        else:
+            ins = [cg.tensor(a.astype(np.float32), requires_grad=True) for a in arrays]
+            out = fn_c(*ins)
+        if w is None:
+            w = RNG.standard_normal(tuple(out.shape))
+        (out * lib.tensor(w.astype(np.float64 if dtype == torch.float64 else np.float32))
+         ).sum().backward()
+        values = out.detach().numpy() if lib is torch else out.numpy()
+        found[(lib.__name__, str(dtype))] = [np.asarray(values, np.float64)] + [
+            np.asarray(i.grad.numpy(), np.float64) for i in ins]
+    exact, theirs, ours = found.values()
+    for e, t, o in zip(exact, theirs, ours):
+        scale = np.linalg.norm(e)
+        t_err, o_err = np.linalg.norm(t - e) / scale, np.linalg.norm(o - e) / scale
+        assert o_err <= 2 * max(t_err, 2.0 ** -24), (name, o_err, t_err)

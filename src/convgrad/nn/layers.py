@@ -36,6 +36,16 @@ class Identity(Module):
         return x
 
 
+def _weight_and_bias(layer: Module, shape: tuple, bias: bool, dt: np.dtype) -> None:
+    """``layer.weight`` of ``shape`` and ``layer.bias`` of its first dim (or None),
+    uninitialised: the layer's ``reset_parameters`` fills them."""
+    layer.weight = Parameter(np.empty(shape, dt))
+    if bias:
+        layer.bias = Parameter(np.empty(shape[0], dt))
+    else:
+        layer.register_parameter("bias", None)
+
+
 class Bilinear(Module):
     """``y = x1^T W x2 + b`` (``F.bilinear``): weight ``(out_features, in1_features,
     in2_features)`` and bias ``(out_features,)`` drawn from U(+-1/sqrt(in1_features)),
@@ -51,11 +61,7 @@ class Bilinear(Module):
         self.in2_features = _positive_int("in2_features", in2_features, fn)
         self.out_features = _positive_int("out_features", out_features, fn)
         dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
-        self.weight = Parameter(np.empty((out_features, in1_features, in2_features), dt))
-        if bias:
-            self.bias = Parameter(np.empty(out_features, dt))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in1_features, in2_features), bias, dt)
         self.reset_parameters(rng)
 
     def reset_parameters(self, rng: Any = None) -> None:
@@ -85,11 +91,7 @@ class Linear(Module):
         if not isinstance(bias, bool):
             raise TypeError(f"Linear: bias={bias!r} must be a bool")
         dt = np.dtype(np.float32) if dtype is None else check_dtype("Linear", dtype)
-        self.weight = Parameter(np.empty((out_features, in_features), dt))
-        if bias:
-            self.bias = Parameter(np.empty(out_features, dt))
-        else:
-            self.register_parameter("bias", None)
+        _weight_and_bias(self, (out_features, in_features), bias, dt)
         self.reset_parameters(rng)
 
     def reset_parameters(self, rng: Any = None) -> None:

@@ -34,7 +34,7 @@ from ..tensor.recurrent import STEPS, Recurrence
 from . import init
 from .conv import _positive_int
 from .module import Module, Parameter
-from .utils.rnn import PackedSequence, padded_positions, sorted_lengths
+from .utils.rnn import PackedSequence, padded_positions, padded_rows, sorted_lengths
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "RNN", "RNNBase", "RNNCell", "RNNCellBase"]
 
@@ -233,11 +233,8 @@ class RNNBase(Module):
                              "must be 2-d (steps of all sequences, H_in)")
         _ends_with_input_size(fn, data, self.input_size)
         sizes = np.asarray(getattr(seq.batch_sizes, "data", seq.batch_sizes), np.int64)
-        steps, n = sizes.size, int(sizes[0])
         t_idx, j_idx = padded_positions(sizes)
-        rows = np.full((steps, n), t_idx.size, np.int64)  # the padding reads a zero row
-        rows[t_idx, j_idx] = np.arange(t_idx.size)
-        x = cat([data, data.new_zeros((1, data.shape[1]))], 0)[rows]
+        x = cat([data, data.new_zeros((1, data.shape[1]))], 0)[padded_rows(sizes)]
         lstm = self.mode == "LSTM"
         order = None if seq.sorted_indices is None else np.asarray(
             seq.sorted_indices.data, np.int64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["max", "min"]
+__all__ = ["max", "median", "min"]
 
 
 class max(NamedTuple):
@@ -16,6 +16,13 @@ class max(NamedTuple):
 
 class min(NamedTuple):
     """``t.min(dim)``: the smallest values along ``dim`` and their (first) indices."""
+
+    values: Any
+    indices: Any
+
+
+class median(NamedTuple):  # noqa: N801 (torch.return_types' names)
+    """``t.median(dim)``: the lower middle values along ``dim`` and their indices."""
 
     values: Any
     indices: Any

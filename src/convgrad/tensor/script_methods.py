@@ -34,6 +34,7 @@ from ..autograd import Context, Function, tensor_type
 from . import args, operands
 from . import gather as _ga
 from . import reduce as _red
+from . import return_types as _rt
 from . import shape as _sh
 
 Tensor = Any  # annotations: the tensor layer's Tensor
@@ -57,10 +58,13 @@ def _int(fn: str, name: str, value: Any) -> int:
 
 
 def _tensor(x: Any, like: Tensor) -> Tensor:
+    """``x`` as a Tensor: itself, or a constant in ``like``'s dtype (a float ndarray keeps
+    its own)."""
     T = _t()
-    return x if isinstance(x, T) else T(np.asarray(x, like.data.dtype if np.ndim(x) == 0
-                                                    or np.asarray(x).dtype.kind in "iub"
-                                                    else None))
+    if isinstance(x, T):
+        return x
+    a = np.asarray(x)
+    return T(a if a.dtype.kind == "f" and a.ndim else a.astype(like.data.dtype))
 
 
 class Remainder(Function):
@@ -92,8 +96,12 @@ class ScriptMethodsMixin:
     # -- products
     def prod(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
         """The product of the elements (along ``dim``): pairwise products, round by
-        round, so a zero factor gives the others' product as its gradient, as torch."""
+        round, so a zero factor gives the others' product as its gradient, as torch.
+        float32 is multiplied in float64 and rounded once (in float32 the gradient's
+        products reached 3x torch's float32 error)."""
         x = self._floating() if dtype is None else self.to(dtype)
+        if x.data.dtype == np.float32:
+            return x.double().prod(dim, keepdim).float()
         if dim is None:
             x, d = x.reshape(-1), 0
         else:
@@ -117,11 +125,14 @@ class ScriptMethodsMixin:
 
     def cumprod(self, dim: int, *, dtype: Any = None) -> Tensor:
         """Running products along ``dim`` (a scan: round k multiplies each element by the
-        one 2^k before it)."""
+        one 2^k before it).  float32 is scanned in float64 and rounded once: in float32
+        the scan's products had up to 3x torch's float32 error (its gradient 2.5x)."""
         x = self._floating() if dtype is None else self.to(dtype)
         d = args.dim("cumprod", dim, max(x.ndim, 1))
         if x.ndim == 0:
             return x.clone()
+        if x.data.dtype == np.float32:
+            return x.double().cumprod(d).float()
         n, k = x.shape[d], 1
         while k < n:
             x = _cat([x.narrow(d, 0, k), x.narrow(d, k, n - k) * x.narrow(d, 0, n - k)],
@@ -413,8 +424,6 @@ class ScriptMethodsMixin:
     def median(self, dim: Any = None, keepdim: bool = False) -> Any:
         """The lower of the two middle values (torch's median); with ``dim``, the named
         tuple (values, indices).  A NaN is the median of a slice holding one, as torch."""
-        from .torch_methods import sort as _pair
-
         if dim is None:
             flat = self.reshape(-1)
             if flat.shape[0] == 0:
@@ -435,7 +444,7 @@ class ScriptMethodsMixin:
         values = self.gather(d, idx)
         if not keepdim:
             values, idx = values.squeeze(d), np.squeeze(idx, d)
-        return _pair(values, _t()._wrap(idx))
+        return _rt.median(values, _t()._wrap(idx))
 
     def count_nonzero(self, dim: Any = None) -> Tensor:
         axis = None if dim is None else tuple(args.dims("count_nonzero", dim, self.ndim))
@@ -537,8 +546,12 @@ class ScriptMethodsMixin:
         return out.reshape(*self.shape[:-1], *other.shape[:-1])
 
     def kron(self, other: Any) -> Tensor:
-        """The Kronecker product (the lower-rank one given leading unit dims)."""
+        """The Kronecker product (the lower-rank one given leading unit dims); float32
+        evaluated in float64 and rounded once (its gradient's sums reached 2x torch's
+        float32 error in float32)."""
         other = _tensor(other, self)
+        if self.data.dtype == np.float32 and other.data.dtype == np.float32:
+            return self.double().kron(other.double()).float()
         nd = max(self.ndim, other.ndim)
         a = self.reshape(*([1] * (nd - self.ndim)), *self.shape)
         b = other.reshape(*([1] * (nd - other.ndim)), *other.shape)

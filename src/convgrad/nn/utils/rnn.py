@@ -20,7 +20,8 @@ import numpy as np
 from ...tensor import Tensor, cat, stack
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pack_sequence",
-           "pad_packed_sequence", "pad_sequence", "unpack_sequence", "unpad_sequence"]
+           "pad_packed_sequence", "pad_sequence", "padded_positions", "padded_rows",
+           "sorted_lengths", "unpack_sequence", "unpad_sequence"]
 
 
 def _int64(values: Any) -> Tensor:
@@ -114,9 +115,7 @@ def pack_padded_sequence(input: Any, lengths: Any, batch_first: bool = False,  #
         lens = lens[order]
     top = int(lens[0]) if lens.size else 0
     sizes = (lens[None, :] > np.arange(top)[:, None]).sum(1)
-    # row of data k = step t of sorted sequence j, time-major
-    t_idx = np.repeat(np.arange(top), sizes)
-    j_idx = np.concatenate([np.arange(s) for s in sizes]) if top else np.zeros(0, np.int64)
+    t_idx, j_idx = padded_positions(sizes)  # row k of data: step t of sorted sequence j
     b_idx = j_idx if order is None else order[j_idx]
     data = x[t_idx, b_idx]
     sorted_indices = None if order is None else _int64(order)
@@ -139,6 +138,18 @@ def padded_positions(batch_sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t_idx, j_idx
 
 
+def padded_rows(batch_sizes: np.ndarray, steps: int | None = None) -> np.ndarray:
+    """The (steps, batch) row of a packed ``data`` at each padded position, in sorted
+    order; ``len(data)`` (one past the end: an appended padding row) where a sequence has
+    no such step."""
+    sizes = np.asarray(batch_sizes, dtype=np.int64)
+    t_idx, j_idx = padded_positions(sizes)
+    rows = np.full((sizes.size if steps is None else steps, int(sizes[0])), t_idx.size,
+                   np.int64)
+    rows[t_idx, j_idx] = np.arange(t_idx.size)
+    return rows
+
+
 def sorted_lengths(batch_sizes: np.ndarray) -> np.ndarray:
     """Each (sorted) sequence's length from the steps' batch sizes."""
     sizes = np.asarray(batch_sizes, dtype=np.int64)
@@ -153,7 +164,7 @@ def pad_packed_sequence(sequence: Any, batch_first: bool = False, padding_value:
     fn = "pad_packed_sequence"
     seq = _check_packed(fn, sequence)
     sizes = np.asarray(seq.batch_sizes.data, dtype=np.int64)
-    steps, batch = sizes.size, int(sizes[0])
+    steps = sizes.size
     if total_length is not None:
         if isinstance(total_length, bool) or not isinstance(total_length, int | np.integer):
             raise TypeError(f"{fn}: total_length={total_length!r} must be an int")
@@ -162,10 +173,7 @@ def pad_packed_sequence(sequence: Any, batch_first: bool = False, padding_value:
                              f"sequence's length {steps}")
         steps = int(total_length)
     data = seq.data
-    t_idx, j_idx = padded_positions(sizes)
-    # each padded position's row of data; the padding reads an appended row of the value
-    rows = np.full((steps, batch), t_idx.size, np.int64)
-    rows[t_idx, j_idx] = np.arange(t_idx.size)
+    rows = padded_rows(sizes, steps)  # the padding reads an appended row of the value
     if seq.unsorted_indices is not None:
         rows = rows[:, np.asarray(seq.unsorted_indices.data, dtype=np.int64)]
     fill = data.new_full((1, *data.shape[1:]), float(padding_value))
