@@ -320,6 +320,11 @@ FLOAT32_CASES = {
     "lerp": (lambda a, b: a.lerp(b, 0.3), lambda a, b: a.lerp(b, 0.3), [(5, 8), (5, 8)]),
     "kron": (lambda a, b: torch.kron(a, b), lambda a, b: cg.kron(a, b), [(3, 4), (4, 2)]),
     "inner": (lambda a, b: a.inner(b), lambda a, b: a.inner(b), [(5, 64), (3, 64)]),
+    "Normal.log_prob": (lambda m, s: torch.distributions.Normal(m, s).log_prob(m * 0.7),
+                        lambda m, s: cg.distributions.Normal(m, s).log_prob(m * 0.7),
+                        [(6, 5), (6, 5)]),
+    "Categorical": (lambda lg: torch.distributions.Categorical(logits=lg).entropy(),
+                    lambda lg: cg.distributions.Categorical(logits=lg).entropy(), [(6, 9)]),
 }
 
 
