@@ -13,6 +13,7 @@ import convgrad as cg
 import convgrad.functional as F
 import convgrad.metrics  # noqa: F401 (registers its Functions, if any)
 from convgrad.autograd import OUTPUT, Function
+from convgrad.linalg import functions as LF
 from convgrad.ops import ConvSpec, jit
 from convgrad.tensor import conv as C
 from convgrad.tensor import ctc as CTC
@@ -28,6 +29,7 @@ from convgrad.tensor import reduce as R
 from convgrad.tensor import resampling as RS
 from convgrad.tensor import script_methods as SM
 from convgrad.tensor import shape as S
+from convgrad.tensor import special_math as SPM
 from convgrad.tensor.activation import (
     ELU,
     GELU,
@@ -81,6 +83,8 @@ def _max_pool_grad(g):
     y = F.max_pool2d(cg.tensor(x, requires_grad=True), 2)
     return P.MaxPoolGrad.apply(g, ws=y.grad_fn.ws, window=_WINDOW, x_shape=x.shape, like=x)
 
+
+_GAMMA_A = arr(2, 3, low=0.5, high=2.0)  # gammainc's a: a constant
 
 SAMPLES = {
     P.MaxPool: (lambda x: F.max_pool2d(x, 2), [arr32(1, 2, 4, 4)]),
@@ -177,6 +181,26 @@ SAMPLES = {
     MM.Erf: (lambda a: MM.Erf.apply(a), [arr(2, 3)]),
     MM.Stepwise: (lambda a: MM.Stepwise.apply(a, name="floor"), [arr(2, 3)]),
     MM.Extremum: (lambda a, b: MM.Extremum.apply(a, b, larger=True), [arr(2, 3), arr(2, 3)]),
+    SPM.Arc: (lambda a: SPM.Arc.apply(a, name="acos"), [arr(2, 3, low=-0.9, high=0.9)]),
+    SPM.Atan2: (lambda a, b: SPM.Atan2.apply(a, b), [arr(2, 3), arr(2, 3)]),
+    SPM.Hypot: (lambda a, b: SPM.Hypot.apply(a, b), [arr(2, 3), arr(2, 3)]),
+    SPM.Exp2: (lambda a: SPM.Exp2.apply(a), [arr(2, 3)]),
+    SPM.Copysign: (lambda a, b: SPM.Copysign.apply(a, b), [arr(2, 3), arr(2, 3)]),
+    SPM.Nextafter: (lambda a, b: SPM.Nextafter.apply(a, b), [arr(2, 3), arr(2, 3)]),
+    SPM.Erfc: (lambda a: SPM.Erfc.apply(a), [arr(2, 3)]),
+    SPM.Erfcx: (lambda a: SPM.Erfcx.apply(a), [arr(2, 3)]),
+    SPM.Erfinv: (lambda a: SPM.Erfinv.apply(a), [arr(2, 3, low=-0.9, high=0.9)]),
+    SPM.Lgamma: (lambda a: SPM.Lgamma.apply(a), [arr(2, 3, low=0.5, high=2.0)]),
+    SPM.Polygamma: (lambda a: SPM.Polygamma.apply(a, n=1), [arr(2, 3, low=0.5, high=2.0)]),
+    SPM.I0: (lambda a: SPM.I0.apply(a), [arr(2, 3)]),
+    SPM.I0e: (lambda a: SPM.I0e.apply(a), [arr(2, 3)]),
+    SPM.I1: (lambda a: SPM.I1.apply(a), [arr(2, 3)]),
+    SPM.I1e: (lambda a: SPM.I1e.apply(a), [arr(2, 3)]),
+    SPM.Ndtri: (lambda a: SPM.Ndtri.apply(a), [arr(2, 3, low=0.1, high=0.9)]),
+    SPM.LogNdtr: (lambda a: SPM.LogNdtr.apply(a), [arr(2, 3)]),
+    SPM.Entr: (lambda a: SPM.Entr.apply(a), [arr(2, 3, low=0.5, high=2.0)]),
+    SPM.Gammainc: (lambda x: SPM.Gammainc.apply(_GAMMA_A, x, upper=False),
+                   [arr(2, 3, low=0.5, high=2.0)], (1,)),
     S.PadEdges: (lambda a: S.PadEdges.apply(a, mode="reflect", pads=((1, 2, 1),)),
                  [arr(2, 4)]),
     S.PixelShuffle: (lambda a: S.PixelShuffle.apply(a, r=2, up=True), [arr(1, 8, 2, 3)]),
@@ -207,6 +231,16 @@ SAMPLES = {
                         [arr(2, 3)]),
     H.BackwardHookIn: (lambda a: H.BackwardHookIn.apply(a, state=_HookState(), index=0),
                        [arr(2, 3)]),
+    LF.Inv: (lambda a: LF.Inv.apply(a), [arr(3, 3) + 3 * np.eye(3)]),
+    LF.Det: (lambda a: LF.Det.apply(a), [arr(2, 3, 3) + 3 * np.eye(3)]),
+    LF.LogAbsDet: (lambda a: LF.LogAbsDet.apply(a), [arr(2, 3, 3) + 3 * np.eye(3)]),
+    LF.Solve: (lambda a, b: LF.Solve.apply(a, b), [arr(3, 3) + 3 * np.eye(3), arr(3, 2)]),
+    LF.Cholesky: (lambda a: LF.Cholesky.apply(a), [arr(3, 3) * 0.1 + np.eye(3)]),
+    LF.Eigh: (lambda a: LF.Eigh.apply(a, uplo="L"), [np.diag([1.0, 2.0, 3.0]) + arr(3, 3) * 0.1]),
+    LF.Svd: (lambda a: LF.Svd.apply(a, full_matrices=False), [arr(4, 3) + np.eye(4, 3)]),
+    LF.QR: (lambda a: LF.QR.apply(a, mode="reduced"), [arr(4, 3) + np.eye(4, 3)]),
+    LF.Pinv: (lambda a: LF.Pinv.apply(a, atol=np.zeros(()), rtol=np.full((), 1e-12),
+                                      hermitian=False), [arr(4, 3) + np.eye(4, 3)]),
 }
 
 

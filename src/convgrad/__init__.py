@@ -15,8 +15,11 @@ from .autograd import (
     enable_grad,
     grad,
     inference_mode,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
     is_grad_enabled,
     no_grad,
+    set_anomaly_enabled,
     set_grad_enabled,
 )
 from .devices import device
@@ -34,6 +37,13 @@ from .dtypes import (
 )
 from .dtypes import float as float
 from .dtypes import int as int
+from .flags import (
+    are_deterministic_algorithms_enabled,
+    get_float32_matmul_precision,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_float32_matmul_precision,
+    use_deterministic_algorithms,
+)
 from .functional.activation import relu, sigmoid, tanh
 from .functional.conv import (
     conv1d,
@@ -46,7 +56,8 @@ from .functional.conv import (
 )
 from .ops.profiler import profile
 from .ops.workspace import get_workspace_limit, set_workspace_limit, workspace_limit
-from .random import manual_seed
+from .random import initial_seed, manual_seed, seed
+from .rng_state import get_rng_state, set_rng_state
 from .tensor import (
     Tensor,
     arange,
@@ -106,6 +117,24 @@ from .tensor.memory_format import (
     memory_format,
     preserve_format,
 )
+from .tensor.more_creation import empty_strided, logspace, randint_like, scalar_tensor
+from .tensor.printing import set_printoptions
+from .tensor.products import (
+    addbmm,
+    addmm,
+    addmv,
+    addr,
+    baddbmm,
+    block_diag,
+    cartesian_prod,
+    chain_matmul,
+    combinations,
+    ger,
+    tensordot,
+    vander,
+    vdot,
+)
+from .tensor.sampling import bernoulli, normal, poisson
 from .tensor.script_functions import (
     BoolTensor,
     DoubleTensor,
@@ -123,6 +152,38 @@ from .tensor.script_functions import (
     triu_indices,
     var_mean,
     vstack,
+)
+from .tensor.searching import bucketize, isin, searchsorted, unravel_index
+from .tensor.shape_functions import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_shapes,
+    broadcast_tensors,
+    broadcast_to,
+    can_cast,
+    column_stack,
+    dsplit,
+    dstack,
+    hsplit,
+    moveaxis,
+    promote_types,
+    ravel,
+    result_type,
+    row_stack,
+    rsub,
+    split_with_sizes,
+    unsafe_chunk,
+    unsafe_split,
+    vsplit,
+)
+from .tensor.statistics import cumulative_trapezoid, trapezoid, trapz
+from .tensor.windows import (
+    bartlett_window,
+    blackman_window,
+    hamming_window,
+    hann_window,
+    kaiser_window,
 )
 from .threads import get_num_threads, set_num_threads
 
@@ -147,7 +208,28 @@ __all__ = [
     "bincount", "cdist", "hstack", "meshgrid", "tril_indices", "triu_indices", "vstack",
     "finfo", "iinfo", "std_mean", "var_mean", "FloatTensor", "DoubleTensor", "LongTensor",
     "IntTensor", "BoolTensor",
+    "searchsorted", "bucketize", "isin", "unravel_index", "trapezoid", "trapz",
+    "cumulative_trapezoid",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
+    "get_rng_state", "set_rng_state", "initial_seed", "seed", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "set_float32_matmul_precision", "get_float32_matmul_precision", "set_printoptions",
+    "special",
+    "linalg", "det", "logdet", "slogdet", "inverse", "cholesky", "qr", "svd", "pinverse",
+    "matrix_power",
+    "broadcast_to", "broadcast_tensors", "broadcast_shapes", "atleast_1d", "atleast_2d",
+    "atleast_3d", "moveaxis", "ravel", "dstack", "column_stack", "row_stack", "hsplit",
+    "vsplit", "dsplit", "split_with_sizes", "unsafe_chunk", "unsafe_split", "rsub",
+    "result_type", "promote_types", "can_cast", "tensordot", "addmm", "addmv", "addr",
+    "addbmm", "baddbmm", "vdot", "ger", "chain_matmul", "block_diag", "cartesian_prod",
+    "combinations", "vander", "scalar_tensor", "empty_strided", "logspace", "randint_like",
+    "normal", "poisson", "bernoulli", "hann_window", "hamming_window", "blackman_window",
+    "bartlett_window", "kaiser_window",
 ]
+
+
+_LINALG_FORMS = ("det", "logdet", "slogdet", "inverse", "cholesky", "qr", "svd",
+                 "pinverse", "matrix_power")
 
 
 def __getattr__(name: str):
@@ -157,15 +239,21 @@ def __getattr__(name: str):
     import importlib
 
     if name in ("nn", "optim", "metrics", "utils", "serialization", "distributed",
-                "distributions", "multiprocessing"):
+                "distributions", "multiprocessing", "special", "linalg"):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)
+    if name in _LINALG_FORMS:  # torch.det and the like: convgrad.linalg.legacy's
+        from .linalg import legacy
+
+        return getattr(legacy, name)
     from .tensor.functions import METHOD_FORMS, method_form
 
     if name in METHOD_FORMS:  # torch.log1p(x) and the like: the Tensor method
         globals()[name] = method_form(name)  # made once: later lookups find it directly
         return globals()[name]
+    if name == "polygamma":  # torch.polygamma(n, input): the order first
+        return importlib.import_module(".special", __name__).polygamma
     if name in ("softmax", "log_softmax"):
         return getattr(functional, name)
     raise AttributeError(f"module 'convgrad' has no attribute {name!r}")

@@ -10,15 +10,22 @@ depends on NumPy only, so every layer of the package can import it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from numbers import Integral
 from typing import Any
 
 import numpy as np
 
-__all__ = ["default_generator", "generator", "initial_seed", "manual_seed", "seed"]
+__all__ = ["default_generator", "fork_rng", "generator", "initial_seed", "manual_seed", "seed"]
 
-_default = np.random.default_rng()
-_initial_seed: int | None = None
+
+def _fresh_seed() -> int:
+    return int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+
+
+_initial_seed: int = _fresh_seed()  # (as torch: a process starts from a random seed)
+_default = np.random.default_rng(_initial_seed)
 
 
 def manual_seed(seed: int) -> np.random.Generator:
@@ -40,13 +47,14 @@ def manual_seed(seed: int) -> np.random.Generator:
 
 def seed() -> int:
     """Reseed the library-wide generator from fresh OS entropy; returns the seed used."""
-    fresh = int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
+    fresh = _fresh_seed()
     manual_seed(fresh)
     return fresh
 
 
-def initial_seed() -> int | None:
-    """The seed last given to :func:`manual_seed` (``None`` while the entropy seed is used)."""
+def initial_seed() -> int:
+    """The seed last given to :func:`manual_seed` or drawn by :func:`seed` (at import, a
+    fresh one from OS entropy), as ``torch.initial_seed``."""
     return _initial_seed
 
 
@@ -64,3 +72,21 @@ def generator(rng: Any, fn: str) -> np.random.Generator:
     if isinstance(rng, Integral) and not isinstance(rng, bool):
         return np.random.default_rng(int(rng))
     raise TypeError(f"{fn}: rng={rng!r} must be a numpy Generator, an int seed or None")
+
+
+@contextmanager
+def fork_rng(devices: Any = None, enabled: bool = True, device_type: str = "cuda"
+             ) -> Iterator[None]:
+    """``with fork_rng():`` draws inside leave the library-wide generator as it was: its
+    state is restored on exit (as ``torch.random.fork_rng``; ``devices`` and
+    ``device_type`` name accelerator generators, which convgrad has none of)."""
+    if not isinstance(enabled, bool):
+        raise TypeError(f"fork_rng: enabled={enabled!r} must be a bool")
+    if not enabled:
+        yield
+        return
+    saved = _default.bit_generator.state
+    try:
+        yield
+    finally:
+        _default.bit_generator.state = saved

@@ -6,6 +6,13 @@ It knows no operation and no Tensor class (the tensor layer registers its class 
 
 from __future__ import annotations
 
+from .anomaly_mode import (
+    detect_anomaly,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_anomaly_enabled,
+    set_detect_anomaly,
+)
 from .engine import backward, grad
 from .function import (
     OUTPUT,
@@ -33,4 +40,9 @@ __all__ = [
     "register_tensor_type",
     "set_grad_enabled",
     "Variable",
+    "detect_anomaly",
+    "set_detect_anomaly",
+    "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled",
+    "set_anomaly_enabled",
 ]

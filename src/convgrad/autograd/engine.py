@@ -17,6 +17,8 @@ import numpy as np
 
 from ..arraytypes import is_dask_array, rechunk_like
 from . import grad_mode
+from .anomaly_mode import _mode as _anomaly
+from .anomaly_mode import check_rule, warn_forward_trace
 from .function import (
     FREED_MESSAGE,
     Context,
@@ -182,7 +184,10 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
                 shared.add(id(g.data))
             if _registered.modified:
                 node.check_versions()
-            grads = _call_rule(node, out, g, needs)
+            if _anomaly.enabled:
+                grads = _call_rule_checked(node, out, g, needs)
+            else:
+                grads = _call_rule(node, out, g, needs)
             for i, inp in enumerate(node.inputs):
                 gi = grads[i]
                 if gi is None or not needs[i]:
@@ -236,6 +241,23 @@ def _call_rule(node: Context, out: Tensor, g: Tensor, needs: tuple) -> tuple:
         raise RuntimeError(f"{node.op.__name__}.backward returned {len(grads)} gradients, "
                            f"expected {len(node.inputs)} (one per positional input)")
     return grads
+
+
+def _call_rule_checked(node: Context, out: Tensor, g: Tensor, needs: tuple) -> tuple:
+    """``_call_rule`` in anomaly mode: NaN in a gradient is a RuntimeError naming the rule,
+    and a failing rule warns with the traceback of the forward call that made its node."""
+    name = f"{node.op.__name__}Backward"
+    try:
+        grads = _call_rule(node, out, g, needs)
+        check_rule(name, grads, _has_nan)
+    except Exception:
+        warn_forward_trace(name, node)
+        raise
+    return grads
+
+
+def _has_nan(g: Any) -> bool:
+    return bool(np.isnan(g.data if isinstance(g, tensor_type()) else np.asarray(g)).any())
 
 
 def _nodes_leading_to(targets: dict[int, Any], order: list[tuple[Context, Tensor]]) -> set:

@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from ..arraytypes import is_dask_array
+from .anomaly_mode import _mode as _anomaly
+from .anomaly_mode import forward_stack
 from .grad_mode import is_grad_enabled
 
 __all__ = ["Context", "FREED_MESSAGE", "Function", "MODIFIED_MESSAGE", "OUTPUT",
@@ -230,6 +232,8 @@ class Function:
         if not record:
             return _wrap(out, None)
         ctx.edges = tuple(edges)
+        if _anomaly.enabled:  # anomaly mode: where the node was made, for backward's errors
+            ctx.metadata = {"traceback_": forward_stack()}
         result = _wrap(out, ctx)
         if cls._reads_output and cls.reads_for(ctx.needs_input_grad)[1]:
             ctx.output_ref = weakref.ref(result)

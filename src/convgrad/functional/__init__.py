@@ -54,6 +54,7 @@ from .dropout import (
 from .embedding import embedding
 from .embedding_bag import embedding_bag
 from .grid_sample import affine_grid, grid_sample
+from .gumbel_softmax import gumbel_softmax
 from .interpolate import interpolate
 from .linear import bilinear, linear
 from .local_response_norm import local_response_norm
@@ -81,6 +82,7 @@ from .margin_loss import (
 from .normalization import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from .one_hot import one_hot
 from .padding import pad
+from .pdist import pdist
 from .piecewise_activation import (
     hardshrink,
     hardsigmoid,
@@ -107,6 +109,7 @@ from .smooth_activation import (
     softsign,
     tanhshrink,
 )
+from .triplet_distance_loss import triplet_margin_with_distance_loss
 from .unfold import fold, unfold
 from .unpooling import (
     lp_pool1d,
@@ -146,4 +149,5 @@ __all__ = [
     "scaled_dot_product_attention", "embedding_bag", "normalize",
     "alpha_dropout", "feature_alpha_dropout", "multi_margin_loss", "multilabel_margin_loss",
     "bilinear", "rrelu",
+    "gumbel_softmax", "pdist", "triplet_margin_with_distance_loss",
 ]

@@ -30,6 +30,7 @@ from .activation import (
     Threshold,
 )
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
+from .buffer import Buffer
 from .containers import ModuleDict, ModuleList
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import (
@@ -165,6 +166,7 @@ from .transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from .triplet_distance_loss import TripletMarginWithDistanceLoss
 
 __all__ = [
     "functional", "init", "modules", "parallel", "Module", "Parameter", "Sequential",
@@ -203,4 +205,5 @@ __all__ = [
     "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
     "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer", "SyncBatchNorm",
     "DataParallel",
+    "Buffer", "TripletMarginWithDistanceLoss",
 ]

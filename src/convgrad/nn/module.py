@@ -23,6 +23,7 @@ from ..tensor.hooks import RemovableHandle
 from . import fusion as _fusion
 from . import hooks as _hooks
 from . import state as _state
+from .buffer import Buffer
 from .state import IncompatibleKeys
 
 __all__ = ["IncompatibleKeys", "Module", "Parameter", "Sequential"]
@@ -128,6 +129,14 @@ class Module:
         elif isinstance(value, Module):
             self._forget(name, self._registry()[2])
             self.add_module(name, value)
+        elif isinstance(value, Buffer):  # nn.Buffer: register it (a taken name is refused)
+            params, _, modules = self._registry()
+            if name in params or name in modules:
+                what = ("parameter", "Parameter") if name in params else ("child module",
+                                                                          "Module")
+                raise TypeError(f"cannot assign Buffer as {what[0]} {name!r} (a {what[1]} "
+                                "or None expected)")
+            self.register_buffer(name, value, persistent=value.persistent)
         elif "_parameters" not in self.__dict__:
             object.__setattr__(self, name, value)
         else:

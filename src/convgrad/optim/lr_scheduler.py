@@ -3,7 +3,8 @@
 A scheduler rewrites ``group["lr"]`` of each parameter group of its optimiser every
 time :meth:`LRScheduler.step` is called (once per epoch or per batch, after
 ``optimizer.step()``).  Building one performs the first step, so ``get_last_lr()`` is the
-rate of step 0 at once.  The chainable schedules (step, exponential, cosine, linear)
+rate of step 0 at once.  The chainable schedules (step, exponential, cosine, linear,
+multiplicative, constant, polynomial; ``ChainedScheduler`` steps several together)
 update the current rate multiplicatively, in the same floating-point operations as
 torch, so a run reproduces torch's learning rates exactly and composes with other
 schedulers acting on the same optimiser.
@@ -27,13 +28,19 @@ from ..tensor.args import number as _real
 from .optimizer import Optimizer
 
 __all__ = [
+    "ChainedScheduler",
+    "ConstantLR",
     "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
+    "CyclicLR",
     "ExponentialLR",
     "LRScheduler",
     "LambdaLR",
     "LinearLR",
     "MultiStepLR",
+    "MultiplicativeLR",
     "OneCycleLR",
+    "PolynomialLR",
     "ReduceLROnPlateau",
     "SequentialLR",
     "StepLR",
@@ -582,3 +589,346 @@ class ReduceLROnPlateau(LRScheduler):
             self.cooldown_counter = self.cooldown
             self.num_bad_epochs = 0
         self._last_lr = self._current()
+
+
+# ----------------------------------------------------------------------------- more schedules
+def _save_callables(fs: list) -> list:
+    """The state of each callable as torch saves it: a callable object's attributes, None
+    for a plain function."""
+    return [None if _is_function(f) else dict(vars(f)) for f in fs]
+
+
+def _load_callables(fn: str, fs: list, saved: Any) -> None:
+    if not isinstance(saved, list | tuple) or len(saved) != len(fs):
+        raise ValueError(f"{fn}: the state dict holds {saved!r}, expected a list of "
+                         f"{len(fs)} entries (None or a dict of attributes)")
+    for f, attrs in zip(fs, saved):
+        if attrs is not None:
+            vars(f).update(attrs)
+
+
+class MultiplicativeLR(LRScheduler):
+    """Multiply the current rate by ``lr_lambda(epoch)`` every step (one function for all
+    groups or one per group); the first rate is the initial one.  ``state_dict`` keeps the
+    attributes of callable objects (a plain function is saved as ``None``), as torch does.
+    """
+
+    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list,
+                 last_epoch: int = -1) -> None:
+        _optimizer("MultiplicativeLR", optimizer)
+        lambdas = _per_group("MultiplicativeLR", "lr_lambda", lr_lambda, optimizer)
+        for i, f in enumerate(lambdas):
+            if not callable(f):
+                raise TypeError(f"MultiplicativeLR: lr_lambda[{i}]={f!r} must be callable")
+        self.lr_lambdas = lambdas
+        super().__init__(optimizer, last_epoch)
+
+    _transient = ("optimizer", "lr_lambdas")
+
+    def get_lr(self) -> list[float]:
+        if self._is_initial:
+            return self._current()
+        return [lr * f(self.last_epoch) for f, lr in zip(self.lr_lambdas, self._current())]
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["lr_lambdas"] = _save_callables(self.lr_lambdas)
+        return state
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        state = dict(state_dict)
+        saved = state.pop("lr_lambdas", [None] * len(self.lr_lambdas))
+        super().load_state_dict(state)
+        _load_callables("MultiplicativeLR.load_state_dict", self.lr_lambdas, saved)
+
+
+class ConstantLR(LRScheduler):
+    """Multiply the rate by ``factor`` (in (0, 1]) for the first ``total_iters`` steps,
+    then give the factor back (divide by it: other schedulers may act meanwhile)."""
+
+    def __init__(self, optimizer: Optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1) -> None:
+        self.factor = _real("ConstantLR", "factor", factor, 0.0, 1.0)
+        if factor == 0:
+            raise ValueError("ConstantLR: factor=0 must be in (0, 1] (it is divided out after "
+                             "total_iters steps)")
+        self.total_iters = _int("ConstantLR", "total_iters", total_iters, 0)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._current()]
+        if self.last_epoch != self.total_iters:
+            return self._current()
+        return [lr * (1.0 / self.factor) for lr in self._current()]
+
+    def _closed_form(self) -> list[float]:
+        done = self.last_epoch >= self.total_iters
+        return [base * (self.factor + done * (1 - self.factor)) for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the rate as ``initial_lr * (1 - t / total_iters) ** power`` (computed step to
+    step, as torch), reaching 0 at ``total_iters`` and staying there."""
+
+    def __init__(self, optimizer: Optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1) -> None:
+        self.total_iters = _int("PolynomialLR", "total_iters", total_iters, 0)
+        self.power = _real("PolynomialLR", "power", power, 0.0)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        t, n = self.last_epoch, self.total_iters
+        if self._is_initial or t > n:
+            return self._current()
+        factor = ((1.0 - t / n) / (1.0 - (t - 1) / n)) ** self.power
+        return [lr * factor for lr in self._current()]
+
+    def _closed_form(self) -> list[float]:
+        n = self.total_iters
+        if n == 0:
+            return list(self.base_lrs)
+        return [base * (1.0 - min(n, self.last_epoch) / n) ** self.power
+                for base in self.base_lrs]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """SGDR (Loshchilov & Hutter): cosine annealing from the initial rate to ``eta_min``
+    over ``T_i`` steps, then a restart; the first period is ``T_0`` steps and each next
+    one ``T_mult`` times longer.  ``lr = eta_min + (base - eta_min) (1 + cos(pi T_cur /
+    T_i)) / 2``.
+
+    ``step()`` advances one step; ``step(epoch)`` jumps to ``epoch``, which may be
+    fractional (``epoch + i / iters`` per batch), as torch's.
+    """
+
+    def __init__(self, optimizer: Optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,
+                 last_epoch: int = -1) -> None:
+        fn = "CosineAnnealingWarmRestarts"
+        self.T_0 = _int(fn, "T_0", T_0, 1)
+        self.T_i = self.T_0
+        self.T_mult = _int(fn, "T_mult", T_mult, 1)
+        self.eta_min = _real(fn, "eta_min", eta_min, None)
+        self.T_cur: float = _int(fn, "last_epoch", last_epoch, -1)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self) -> list[float]:
+        low = self.eta_min
+        return [low + (base - low) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+                for base in self.base_lrs]
+
+    def step(self, epoch: float | None = None) -> None:  # type: ignore[override]
+        """One step, or, given ``epoch`` (a number >= 0, fractional allowed), the rates of
+        that point of the schedule."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            _real("CosineAnnealingWarmRestarts.step", "epoch", epoch, 0.0)  # ints stay ints
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult**n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self._step_count += 1
+        self.last_epoch = math.floor(epoch)
+        self._set_lrs(self.get_lr())
+
+    def _restart(self) -> None:
+        self.step(0)
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (Smith 2017): the rate rises from ``base_lr`` to ``max_lr``
+    over ``step_size_up`` steps and falls back over ``step_size_down`` (default the same),
+    the amplitude scaled by ``scale_fn`` (or by ``mode``: ``"triangular"`` keeps it,
+    ``"triangular2"`` halves it every cycle, ``"exp_range"`` multiplies it by ``gamma``
+    every step); ``scale_mode`` says whether ``scale_fn`` takes the cycle number or the
+    step.  With ``cycle_momentum`` the momentum (or Adam's ``beta1``) cycles the opposite
+    way between ``max_momentum`` and ``base_momentum``.  Call ``step()`` once per batch.
+
+    ``state_dict`` keeps the attributes of a callable-object ``scale_fn`` (a plain
+    function is saved as ``None``), as torch does.
+    """
+
+    def __init__(self, optimizer: Optimizer, base_lr: float | list[float],
+                 max_lr: float | list[float], step_size_up: float = 2000,
+                 step_size_down: float | None = None, mode: str = "triangular",
+                 gamma: float = 1.0, scale_fn: Callable[[float], float] | None = None,
+                 scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum: float | list[float] = 0.8,
+                 max_momentum: float | list[float] = 0.9, last_epoch: int = -1) -> None:
+        fn = "CyclicLR"
+        _optimizer(fn, optimizer)
+        base_lrs = [_real(fn, "base_lr", v, 0.0)
+                    for v in _per_group(fn, "base_lr", base_lr, optimizer)]
+        self.max_lrs = [_real(fn, "max_lr", v, 0.0)
+                        for v in _per_group(fn, "max_lr", max_lr, optimizer)]
+        up = _real(fn, "step_size_up", step_size_up, 0.0)
+        down = up if step_size_down is None else _real(fn, "step_size_down", step_size_down,
+                                                       0.0)
+        if up + down == 0:
+            raise ValueError(f"{fn}: step_size_up={step_size_up!r} and step_size_down="
+                             f"{step_size_down!r} make an empty cycle")
+        self.total_size = up + down
+        self.step_ratio = up / self.total_size
+        if scale_fn is None and mode not in ("triangular", "triangular2", "exp_range"):
+            raise ValueError(f"{fn}: mode={mode!r} must be 'triangular', 'triangular2' or "
+                             "'exp_range' (or give scale_fn)")
+        if scale_fn is not None and not callable(scale_fn):
+            raise TypeError(f"{fn}: scale_fn={scale_fn!r} must be callable or None")
+        if scale_mode not in ("cycle", "iterations"):
+            raise ValueError(f"{fn}: scale_mode={scale_mode!r} must be 'cycle' or 'iterations'")
+        if not isinstance(cycle_momentum, bool):
+            raise TypeError(f"{fn}: cycle_momentum={cycle_momentum!r} must be a bool")
+        self.mode = mode
+        self.gamma = _real(fn, "gamma", gamma, None)
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        if scale_fn is None:  # the built-in policies fix their own scale_mode
+            self.scale_mode = "iterations" if mode == "exp_range" else "cycle"
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError(f"{fn}: cycle_momentum=True needs an optimiser with momentum "
+                                 f"or betas; {type(optimizer).__name__} has neither")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = [_real(fn, "base_momentum", v, None) for v in
+                                   _per_group(fn, "base_momentum", base_momentum, optimizer)]
+            self.max_momentums = [_real(fn, "max_momentum", v, None) for v in
+                                  _per_group(fn, "max_momentum", max_momentum, optimizer)]
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+            if cycle_momentum:
+                for high, low, group in zip(self.max_momentums, self.base_momentums,
+                                            optimizer.param_groups):
+                    self._set_momentum(group, high)
+                    group["max_momentum"] = high
+                    group["base_momentum"] = low
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    _transient = ("optimizer", "_scale_fn_custom")
+
+    def _set_momentum(self, group: dict, value: float) -> None:
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+    def scale_fn(self, x: float) -> float:
+        """The amplitude's scale at cycle (or step) ``x``: ``scale_fn``'s, or the mode's."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma**x
+
+    def get_lr(self) -> list[float]:
+        t = self.last_epoch
+        cycle = math.floor(1 + t / self.total_size)
+        x = 1.0 + t / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        x_scale = cycle if self.scale_mode == "cycle" else t
+        # scale_fn is called once per group and value, as torch calls it
+        lrs = [base + (high - base) * scale_factor * self.scale_fn(x_scale)
+               for base, high in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for group, low, high in zip(self.optimizer.param_groups, self.base_momentums,
+                                        self.max_momentums):
+                self._set_momentum(group, high - (high - low) * scale_factor
+                                   * self.scale_fn(x_scale))
+        return lrs
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["_scale_fn_custom"] = (None if self._scale_fn_custom is None
+                                     else _save_callables([self._scale_fn_custom])[0])
+        return state
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        state = dict(state_dict)
+        saved = state.pop("_scale_fn_custom", None)
+        if saved is not None:
+            if self._scale_fn_custom is None:
+                raise ValueError("CyclicLR.load_state_dict: the state dict holds a scale_fn's "
+                                 "attributes, but this scheduler has no scale_fn")
+            _load_callables("CyclicLR.load_state_dict", [self._scale_fn_custom], [saved])
+        super().load_state_dict(state)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step several schedulers of one optimiser together: each ``step()`` steps every one
+    of ``schedulers`` in order, so their (chainable) changes compose."""
+
+    def __init__(self, schedulers: list[LRScheduler],
+                 optimizer: Optimizer | None = None) -> None:
+        fn = "ChainedScheduler"
+        if not isinstance(schedulers, list | tuple) or not schedulers:
+            raise ValueError(f"{fn}: schedulers must be a non-empty list of schedulers, got "
+                             f"{schedulers!r}")
+        for i, s in enumerate(schedulers):
+            if isinstance(s, ReduceLROnPlateau):
+                raise ValueError(f"{fn}: schedulers[{i}] is a ReduceLROnPlateau, which steps on "
+                                 "a metric and cannot be chained")
+            if not isinstance(s, LRScheduler):
+                raise TypeError(f"{fn}: schedulers[{i}] is a {type(s).__name__}, expected a "
+                                "scheduler")
+        optimizer = schedulers[0].optimizer if optimizer is None else _optimizer(fn, optimizer)
+        for i, s in enumerate(schedulers):
+            if s.optimizer is not optimizer:
+                raise ValueError(f"{fn}: schedulers[{i}] ({type(s).__name__}) adjusts another "
+                                 "optimiser than the others")
+        self._schedulers = list(schedulers)
+        self.optimizer = optimizer
+        self._last_lr = self._current()
+
+    def step(self) -> None:
+        for s in self._schedulers:
+            s.step()
+        self._last_lr = self._current()
+
+    def _undo_step(self) -> None:
+        for s in self._schedulers:
+            s._undo_step()
+
+    def _restart(self) -> None:
+        for s in self._schedulers:
+            s._restart()
+        self._last_lr = self._current()
+
+    _transient = ("optimizer", "_schedulers")
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        state = dict(state_dict)
+        saved = state.pop("_schedulers", None)
+        if not isinstance(saved, list | tuple) or len(saved) != len(self._schedulers):
+            raise ValueError("ChainedScheduler.load_state_dict: the state dict must hold one "
+                             f"'_schedulers' entry per scheduler ({len(self._schedulers)})")
+        super().load_state_dict(state)
+        for s, sd in zip(self._schedulers, saved):
+            s.load_state_dict(sd)
+
+    def __repr__(self) -> str:
+        return f"ChainedScheduler({self._schedulers}, lr={self._last_lr})"

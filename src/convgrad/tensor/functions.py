@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .special_methods import FORMS as _SPECIAL_FORMS
 from .tensor import Tensor, as_tensor
 
 __all__ = [
@@ -36,7 +37,12 @@ METHOD_FORMS = frozenset({
     "frac", "deg2rad", "rad2deg", "nansum", "nanmean", "median", "count_nonzero", "fliplr",
     "flipud", "rot90", "diff", "take", "take_along_dim", "tensor_split", "select", "inner",
     "kron", "cross", "clamp_min", "clamp_max", "argwhere",
-})
+    "cummax", "cummin", "logcumsumexp", "kthvalue", "mode", "nanmedian", "quantile",
+    "nanquantile", "aminmax", "msort", "unique_consecutive", "histc", "histogram", "cov",
+    "corrcoef", "dist", "renorm", "index_copy", "index_fill", "index_put", "index_put_",
+    "masked_scatter", "scatter_reduce", "index_reduce", "diag_embed", "diagflat",
+    "select_scatter", "slice_scatter", "diagonal_scatter",
+}) | _SPECIAL_FORMS
 
 
 def sum(x: Any, dim: Any = None, keepdim: bool | None = None, **aliases: Any) -> Tensor:

@@ -26,6 +26,7 @@ from . import hooks as _hooks
 from . import inplace as _inplace
 from . import lazy as _lazy
 from . import memory_format as _mf
+from . import printing as _printing
 from . import reduce as _red
 from . import return_types as _rt
 from . import shape as _sh
@@ -39,6 +40,7 @@ from .args import dim as _dim
 from .args import dims as _dims
 from .args import shape_arg as _shape_arg
 from .args import tensor_dtype as _tensor_dtype
+from .indexing import IndexingMixin
 from .inplace import InPlaceMixin
 from .math_methods import MathMethodsMixin
 from .operands import SCALARS as _SCALARS
@@ -47,7 +49,13 @@ from .operands import operand as _operand
 from .operands import pair as _pair
 from .operands import promote as _promote
 from .operands import where
+from .order_stats import OrderStatsMixin
+from .product_methods import ProductMethodsMixin
+from .sampling import SamplingMethodsMixin
 from .script_methods import ScriptMethodsMixin
+from .shape_methods import ShapeMethodsMixin
+from .special_methods import SpecialMethodsMixin
+from .statistics import StatisticsMixin
 from .torch_methods import TorchMethodsMixin
 
 __all__ = [
@@ -172,7 +180,9 @@ def _is_size(v: Any) -> bool:
     return isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_)
 
 
-class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMixin):
+class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMixin,
+             OrderStatsMixin, StatisticsMixin, IndexingMixin, SpecialMethodsMixin,
+             ShapeMethodsMixin, ProductMethodsMixin, SamplingMethodsMixin):
     """An n-dimensional array with reverse-mode autodiff (float32 and float64 tensors).
 
     ``data`` is the ndarray, ``grad`` the accumulated gradient (a Tensor) of a leaf,
@@ -405,7 +415,7 @@ class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMix
 
     def __repr__(self) -> str:
         parts = [repr(self.data) if _lazy.is_dask_array(self.data)  # (without computing)
-                 else np.array2string(self.data, separator=", ", prefix="tensor(")]
+                 else _printing.format_array(self.data)]
         if self.data.dtype in (np.float64, np.int32):
             parts.append(f"dtype={self.data.dtype}")
         if self.grad_fn is not None:

@@ -11,14 +11,18 @@ in worker processes (``workers.py``).
 from __future__ import annotations
 
 from .collate import default_collate, default_convert
+from .combined import ChainDataset, StackDataset
 from .dataloader import DataLoader
 from .dataset import ConcatDataset, Dataset, IterableDataset, Subset, TensorDataset, random_split
+from .distributed import DistributedSampler
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler
+from .weighted_sampler import WeightedRandomSampler
 from .workers import WorkerInfo, get_worker_info
 
 __all__ = [
     "BatchSampler", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
     "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler",
     "TensorDataset", "default_collate", "default_convert", "random_split", "WorkerInfo",
-    "get_worker_info",
+    "get_worker_info", "WeightedRandomSampler", "ChainDataset", "StackDataset",
+    "DistributedSampler",
 ]
