@@ -311,6 +311,30 @@ def test_scatter_reduce(reduce, include_self):
                  [_distinct(3, 2), _distinct(4, 2), idx1], ints=(2,))
 
 
+@pytest.mark.parametrize("reduce", ["prod", "amax", "amin"])
+def test_scatter_reduce_skewed_places_bounded_memory(reduce):
+    """One place receiving half of 6000 values and 3000 places receiving one each: the
+    values and gradients are torch's, and the reduction's tables stay a small multiple of
+    the input (one (3000 x 3001) table of indices would be 72 MB)."""
+    import tracemalloc
+
+    n = 6000
+    idx = np.concatenate([np.zeros(n // 2, np.int64), 1 + np.arange(n // 2)])
+    src = RNG.uniform(0.999, 1.001, n) if reduce == "prod" else _distinct(n)
+    _compare(lambda x, s, i: x.scatter_reduce(0, i, s, reduce),
+             lambda x, s, i: x.scatter_reduce(0, i, s, reduce),
+             [_distinct(n // 2 + 1), src, idx], ints=(2,))
+    x = cg.tensor(_distinct(n // 2 + 1), requires_grad=True)
+    tracemalloc.start()
+    try:
+        x.scatter_reduce(0, cg.tensor(idx, dtype=cg.int64), cg.tensor(src), reduce).sum() \
+            .backward()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak
+
+
 def test_scatter_reduce_prod_with_zero():
     src = np.array([[2.0, 0.0, 3.0, 0.5]])
     _compare(lambda x, s, i: x.scatter_reduce(1, i, s, "prod"),

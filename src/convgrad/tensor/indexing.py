@@ -6,9 +6,10 @@
 Each finds the written places on the ndarray (the flat positions of the elements the
 index means) and composes the differentiable ``ScatterAdd`` (its adjoint a gather) with
 ``where``: the gradient of a written place goes to the value written there, the others'
-to ``self``.  ``scatter_reduce``'s prod, amax and amin reduce a table of each place's
+to ``self``.  ``scatter_reduce``'s prod, amax and amin reduce tables of each place's
 contributors with ``prod``, ``amax`` and ``amin``, so their gradients are those
-operations' (amax/amin: shared evenly among equal values, as torch).  The in-place forms
+operations' (amax/amin: shared evenly among equal values, as torch), each table bounded
+by a multiple of the contributors (:func:`_reduce_groups`).  The in-place forms
 run through :meth:`InPlaceMixin._apply_`, so version checks keep working.
 """
 
@@ -382,26 +383,52 @@ def _scatter_reduced(flat: Tensor, dest: np.ndarray, part: Tensor, reduce: str,
             else:
                 total = _t()._wrap(np.floor_divide(total.data, count).astype(dt))
         return operands.where(received, total, flat)
-    # prod / amax / amin: a (rows, places) table of each received place's contributors
-    places, inverse, counts = np.unique(dest, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    starts = np.cumsum(counts) - counts
-    rank = np.empty(dest.size, np.int64)
-    rank[order] = np.arange(dest.size) - np.repeat(starts, counts)
-    rows = int(counts.max()) + (1 if include_self else 0)
-    pad = part.numel() + (places.size if include_self else 0)
-    table = np.full((rows, places.size), pad, np.int64)
-    table[rank, inverse] = np.arange(dest.size)
-    pieces = [part]
+    # prod / amax / amin: the contributors of each received place reduced by tables
+    places, inverse = np.unique(dest, return_inverse=True)
+    pieces, group = [part], inverse.reshape(-1)
     if include_self:
-        table[rows - 1] = part.numel() + np.arange(places.size)
         pieces.append(flat[places])
-    pieces.append(_t()._wrap(np.asarray([_identity(reduce, dt)], dt)))
-    candidates = _sh.Concatenate.apply(*pieces, dim=0)
-    gathered = candidates[table]
-    reduced = (gathered.prod(0) if reduce == "prod" else
-               gathered.amax(0) if reduce == "amax" else gathered.amin(0))
+        group = np.concatenate([group, np.arange(places.size)])
+    reduced = _reduce_groups(_sh.Concatenate.apply(*pieces, dim=0), group, places.size,
+                             reduce, _identity(reduce, dt))
     placed = _ga.ScatterAdd.apply(reduced.to(dt), index=places.astype(np.intp), dim=0,
                                   shape=(size,))
     return operands.where(received, placed, flat)
+
+
+#: a reduction table holds at most this many times the candidates' count (plus one row per
+#: group): one place receiving most of the values must not make a (count x places) table
+TABLE_FACTOR = 4
+
+
+def _reduce_groups(cand: Tensor, group: np.ndarray, groups: int, reduce: str,
+                   identity: Any) -> Tensor:
+    """The ``reduce`` (prod, amax, amin) of the 1-d ``cand`` per ``group`` (ids in
+    ``[0, groups)``, each present), through ``prod``/``amax``/``amin`` over the rows of a
+    table (group members down a column, padded with ``identity``), so the gradients are
+    those operations'.  A table is at most :data:`TABLE_FACTOR` times the candidates plus
+    a row of groups: where one group is longer, each round reduces blocks of ``width``
+    members and the next round reduces the blocks' results (amax/amin then share a tie's
+    gradient evenly within a block, not across blocks)."""
+    while True:
+        n = group.size
+        counts = np.bincount(group, minlength=groups)
+        order = np.argsort(group, kind="stable")
+        rank = np.empty(n, np.int64)
+        rank[order] = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+        longest = int(counts.max())
+        width = longest if longest * groups <= TABLE_FACTOR * n + groups else \
+            max(2, (TABLE_FACTOR * n) // (2 * groups))
+        blocks_of = (counts + width - 1) // width  # each group's blocks, in group order
+        first = np.cumsum(blocks_of) - blocks_of
+        block = first[group] + rank // width
+        padded = _sh.Concatenate.apply(
+            cand, _t()._wrap(np.asarray([identity], cand.data.dtype)), dim=0)
+        table = np.full((width, int(blocks_of.sum())), n, np.int64)
+        table[rank % width, block] = np.arange(n)
+        gathered = padded[table]
+        cand = (gathered.prod(0) if reduce == "prod" else
+                gathered.amax(0) if reduce == "amax" else gathered.amin(0))
+        if width >= longest:
+            return cand
+        group = np.repeat(np.arange(groups), blocks_of)
