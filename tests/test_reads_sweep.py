@@ -241,7 +241,19 @@ SAMPLES = {
     LF.QR: (lambda a: LF.QR.apply(a, mode="reduced"), [arr(4, 3) + np.eye(4, 3)]),
     LF.Pinv: (lambda a: LF.Pinv.apply(a, atol=np.zeros(()), rtol=np.full((), 1e-12),
                                       hermitian=False), [arr(4, 3) + np.eye(4, 3)]),
+    LF.SolveTriangular: (lambda a, b: LF.SolveTriangular.apply(a, b, upper=True, unit=False),
+                         [arr(3, 3) + 3 * np.eye(3), arr(3, 2)]),
+    LF.CholeskySolve: (lambda b, low: LF.CholeskySolve.apply(b, low),
+                       [arr(3, 2), np.tril(arr(3, 3)) + 3 * np.eye(3)]),
+    LF.MatrixExp: (lambda a: LF.MatrixExp.apply(a), [arr(2, 3, 3)]),
+    LF.LUFactor: (lambda a: _lu_factor(a), [arr(3, 3) + 3 * np.eye(3)]),
 }
+
+
+def _lu_factor(a):
+    from convgrad.linalg import lu_factor_ex
+
+    return lu_factor_ex(a).LU
 
 
 class _HookState:

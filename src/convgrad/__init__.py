@@ -214,9 +214,9 @@ __all__ = [
     "get_rng_state", "set_rng_state", "initial_seed", "seed", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "set_float32_matmul_precision", "get_float32_matmul_precision", "set_printoptions",
-    "special",
+    "special", "func",
     "linalg", "det", "logdet", "slogdet", "inverse", "cholesky", "qr", "svd", "pinverse",
-    "matrix_power",
+    "matrix_power", "matrix_exp", "triangular_solve", "cholesky_solve", "lu_unpack",
     "broadcast_to", "broadcast_tensors", "broadcast_shapes", "atleast_1d", "atleast_2d",
     "atleast_3d", "moveaxis", "ravel", "dstack", "column_stack", "row_stack", "hsplit",
     "vsplit", "dsplit", "split_with_sizes", "unsafe_chunk", "unsafe_split", "rsub",
@@ -225,11 +225,13 @@ __all__ = [
     "combinations", "vander", "scalar_tensor", "empty_strided", "logspace", "randint_like",
     "normal", "poisson", "bernoulli", "hann_window", "hamming_window", "blackman_window",
     "bartlett_window", "kaiser_window",
+    "amp", "autocast", "cpu",
 ]
 
 
 _LINALG_FORMS = ("det", "logdet", "slogdet", "inverse", "cholesky", "qr", "svd",
-                 "pinverse", "matrix_power")
+                 "pinverse", "matrix_power", "matrix_exp", "triangular_solve",
+                 "cholesky_solve", "lu_unpack")
 
 
 def __getattr__(name: str):
@@ -239,10 +241,13 @@ def __getattr__(name: str):
     import importlib
 
     if name in ("nn", "optim", "metrics", "utils", "serialization", "distributed",
-                "distributions", "multiprocessing", "special", "linalg"):
+                "distributions", "multiprocessing", "special", "linalg", "amp", "cpu",
+                "func"):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(importlib.import_module(".serialization", __name__), name)
+    if name == "autocast":  # torch.autocast: convgrad.amp's (a float32 region)
+        return importlib.import_module(".amp", __name__).autocast
     if name in _LINALG_FORMS:  # torch.det and the like: convgrad.linalg.legacy's
         from .linalg import legacy
 

@@ -5,9 +5,12 @@ Modules: ``norms`` (``vector_norm``, ``matrix_norm``, ``norm``), ``basic`` (``in
 ``inv_ex``, ``det``, ``slogdet``, ``solve``, ``cholesky``, ``cholesky_ex``,
 ``matrix_power``, ``multi_dot``, ``cross``, ``vecdot``, ``diagonal``), ``decompositions``
 (``qr``, ``eigh``, ``eigvalsh``, ``svd``, ``svdvals``, ``pinv``, ``matrix_rank``,
-``lstsq``), ``functions`` (their autograd Functions: NumPy/LAPACK values, gradients
-written with Tensor operations) and ``_checks`` (argument checks, :class:`LinAlgError`,
-the named tuples).
+``lstsq``), ``solvers`` (``solve_triangular``, ``tensorinv``, ``tensorsolve``,
+torch's ``cholesky_solve``), ``lu`` (``lu_factor``, ``lu_factor_ex``, ``lu``,
+``lu_solve``, ``solve_ex``, torch's ``lu_unpack``), ``matrix_functions`` (``matrix_exp``,
+``cond``, ``vander``, ``matmul``), ``legacy`` (torch's top-level forms), ``functions``
+(their autograd Functions: NumPy/LAPACK values, gradients written with Tensor operations)
+and ``_checks`` (argument checks, :class:`LinAlgError`, the named tuples).
 """
 
 from __future__ import annotations
@@ -28,9 +31,13 @@ from .basic import (
     vecdot,
 )
 from .decompositions import eigh, eigvalsh, lstsq, matrix_rank, pinv, qr, svd, svdvals
+from .lu import lu, lu_factor, lu_factor_ex, lu_solve, solve_ex
+from .matrix_functions import cond, matmul, matrix_exp, vander
 from .norms import matrix_norm, norm, vector_norm
+from .solvers import solve_triangular, tensorinv, tensorsolve
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cross", "det", "diagonal", "eigh",
-           "eigvalsh", "inv", "inv_ex", "lstsq", "matrix_norm", "matrix_power", "matrix_rank",
-           "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vecdot",
-           "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
+           "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot",
+           "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
+           "svdvals", "tensorinv", "tensorsolve", "vander", "vecdot", "vector_norm"]

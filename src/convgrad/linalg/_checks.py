@@ -114,3 +114,41 @@ class lstsq(NamedTuple):  # noqa: N801
     residuals: Any
     rank: Any
     singular_values: Any
+
+
+class solve_ex(NamedTuple):  # noqa: N801
+    """``linalg.solve_ex(A, B)``: the solution and ``info`` (0 where A is invertible)."""
+
+    result: Any
+    info: Any
+
+
+class triangular_solve(NamedTuple):  # noqa: N801
+    """``torch.triangular_solve(b, A)``: the solution and a copy of A."""
+
+    solution: Any
+    cloned_coefficient: Any
+
+
+class lu_factor(NamedTuple):  # noqa: N801
+    """``linalg.lu_factor(A)``: the packed factors and the (1-based, int32) pivots."""
+
+    LU: Any  # noqa: N815
+    pivots: Any
+
+
+class lu_factor_ex(NamedTuple):  # noqa: N801
+    """``linalg.lu_factor_ex(A)``: ``lu_factor``'s results and ``info`` (0, or the 1-based
+    index of the first zero pivot)."""
+
+    LU: Any  # noqa: N815
+    pivots: Any
+    info: Any
+
+
+class lu(NamedTuple):  # noqa: N801
+    """``linalg.lu(A)`` and ``lu_unpack``: P, L and U with ``A = P L U``."""
+
+    P: Any  # noqa: N815
+    L: Any  # noqa: N815
+    U: Any  # noqa: N815

@@ -9,7 +9,6 @@ from numbers import Integral
 from typing import Any
 
 import numpy as np
-from scipy.linalg import lapack
 
 from ..tensor import Tensor, args, cat
 from . import _checks as C
@@ -26,6 +25,8 @@ def inv(A: Tensor) -> Tensor:
 
 def _per_matrix_info(a: np.ndarray, routine: str) -> np.ndarray:
     """LAPACK's ``info`` of ``getrf`` / ``potrf`` for each matrix of a batch (int32)."""
+    from scipy.linalg import lapack
+
     flat = a.reshape(-1, *a.shape[-2:])
     func = lapack.get_lapack_funcs(routine, (flat,))
     info = np.zeros(len(flat), np.int32)
@@ -139,6 +140,8 @@ def cholesky_ex(A: Tensor, *, upper: bool = False,
         C.check_info(fn, info, "not positive definite")
     if not np.any(info):
         return C.cholesky_ex(cholesky(A, upper=upper), Tensor._wrap(info))
+    from scipy.linalg import lapack
+
     flat = np.ascontiguousarray(src.data).reshape(-1, *A.shape[-2:])
     func = lapack.get_lapack_funcs("potrf", (flat,))
     out = np.stack([np.tril(func(m, lower=True)[0]) for m in flat]).reshape(A.shape)

@@ -14,7 +14,8 @@ from ..autograd import OUTPUT, Context, Function
 from ..tensor import Tensor, where
 from ._checks import LinAlgError
 
-__all__ = ["Cholesky", "Det", "Eigh", "Inv", "LogAbsDet", "Pinv", "QR", "Solve", "Svd",
+__all__ = ["Cholesky", "CholeskySolve", "Det", "Eigh", "Inv", "LogAbsDet", "LUFactor",
+           "MatrixExp", "Pinv", "QR", "Solve", "SolveTriangular", "Svd", "expm_array",
            "pack", "unpack"]
 
 
@@ -311,3 +312,126 @@ def pinv_array(a: np.ndarray, atol: np.ndarray, rtol: np.ndarray,
     keep = s > cutoff(s, atol, rtol)
     inv_s = np.where(keep, 1.0 / np.where(keep, s, 1), 0).astype(a.dtype)
     return np.swapaxes(vh, -1, -2) @ (inv_s[..., :, None] * np.swapaxes(u, -1, -2))
+
+
+def _trsm(a: np.ndarray, b: np.ndarray, upper: bool, unit: bool,
+          trans: bool = False) -> np.ndarray:
+    """``op(A)^-1 B`` for batches of triangular A (BLAS ``trsm``: no singularity check, a
+    zero diagonal gives inf/NaN as torch), ``op`` the transpose where ``trans``."""
+    from scipy.linalg import blas
+
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    a = np.broadcast_to(a, (*batch, *a.shape[-2:])).reshape(-1, *a.shape[-2:])
+    bs = np.broadcast_to(b, (*batch, *b.shape[-2:])).reshape(-1, *b.shape[-2:])
+    out = np.empty(bs.shape, b.dtype)
+    if out.size:
+        func = blas.get_blas_funcs("trsm", (a[:1], bs[:1]))
+        for i in range(len(bs)):
+            out[i] = func(1.0, a[i], bs[i], lower=not upper, trans_a=int(trans),
+                          diag=int(unit))
+    return out.reshape(*batch, *b.shape[-2:])
+
+
+class SolveTriangular(Function):
+    """``X = A^-1 B`` for triangular A (its ``upper`` or lower triangle; unit diagonal where
+    ``unit``) and B of one batch shape.  ``dX = A^-1 (dB - dA X)``, so ``gB = A^-T g`` and
+    ``gA = -gB X^T`` restricted to A's triangle (strictly, where ``unit``)."""
+
+    reads = {0: (0, OUTPUT), 1: (0,)}
+
+    @staticmethod
+    def forward(ctx: Context, a: np.ndarray, b: np.ndarray, upper: bool,
+                unit: bool) -> np.ndarray:
+        ctx.upper, ctx.unit = upper, unit
+        return _trsm(a, b, upper, unit)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> tuple:
+        upper, unit = ctx.upper, ctx.unit
+        gb = SolveTriangular.apply(ctx.inputs[0].mT, grad, upper=not upper, unit=unit)
+        if not ctx.needs_input_grad[0]:
+            return None, gb
+        ga = -(gb @ ctx.output.mT)
+        ga = ga.triu(int(unit)) if upper else ga.tril(-int(unit))
+        return ga, gb
+
+
+class CholeskySolve(Function):
+    """``X = (L L^T)^-1 B`` for lower-triangular L (two triangular solves) and B of one
+    batch shape.  With ``A = L L^T``: ``gB = A^-1 g``, ``gA = -gB X^T`` and, through
+    ``dA = dL L^T + L dL^T``, ``gL = (gA + gA^T) L`` (not restricted to the triangle, as
+    torch)."""
+
+    reads = {0: (1,), 1: (1, OUTPUT)}
+
+    @staticmethod
+    def forward(ctx: Context, b: np.ndarray, low: np.ndarray) -> np.ndarray:
+        return _trsm(low, _trsm(low, b, False, False), False, False, trans=True)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> tuple:
+        low = ctx.inputs[1]
+        gb = CholeskySolve.apply(grad, low)
+        if not ctx.needs_input_grad[1]:
+            return gb, None
+        common = gb @ ctx.output.mT
+        return gb, -((common + common.mT) @ low)
+
+
+def expm_array(a: np.ndarray) -> np.ndarray:
+    """``exp(A)`` of a batch of square matrices (SciPy's scaling and squaring; float32 in
+    float64, then rounded)."""
+    from scipy.linalg import expm
+
+    if a.size == 0:
+        return np.zeros(a.shape, a.dtype)
+    return np.asarray(expm(a.astype(np.float64)), a.dtype)
+
+
+class MatrixExp(Function):
+    """``exp(A)``.  The adjoint of the Frechet derivative: ``gA`` is the upper-right block
+    of ``exp([[A^T, g], [0, A^T]])`` (itself a MatrixExp, so gradients of every order
+    follow)."""
+
+    reads = (0,)
+
+    @staticmethod
+    def forward(ctx: Context, a: np.ndarray) -> np.ndarray:
+        return expm_array(a)
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        from ..tensor import cat
+
+        at = ctx.inputs[0].mT
+        n = at.shape[-1]
+        zero = _const(np.zeros(at.shape, at.dtype))
+        block = cat([cat([at, grad], -1), cat([zero, at], -1)], -2)
+        return MatrixExp.apply(block).narrow(-2, 0, n).narrow(-1, n, n)
+
+
+class LUFactor(Function):
+    """The packed LU factors ``P L U = A`` (``lu``, computed by the caller with ``perm`` the
+    permutation matrices P), L unit lower, U upper.  For square A, with
+    ``phi = tril(L^T gL, -1) + triu(gU U^T)`` (gL, gU the strict lower / upper parts of
+    the gradient): ``gA = P L^-T phi U^-T``."""
+
+    reads = (OUTPUT,)
+
+    @staticmethod
+    def forward(ctx: Context, a: np.ndarray, lu: np.ndarray, perm: np.ndarray) -> np.ndarray:
+        ctx.perm = perm
+        return lu.copy()
+
+    @staticmethod
+    def backward(ctx: Context, grad: Tensor) -> Tensor:
+        m, n = ctx.output.shape[-2:]
+        if m != n:
+            raise NotImplementedError("linalg.lu_factor: the gradient is implemented for "
+                                      f"square matrices only, got {m} x {n}")
+        lu = ctx.output
+        low = lu.tril(-1) + _eye(n, lu)
+        phi = (low.mT @ grad.tril(-1)).tril(-1) + (grad.triu() @ lu.triu().mT).triu()
+        y = SolveTriangular.apply(low.mT, phi, upper=True, unit=True)
+        z = SolveTriangular.apply(lu.triu(), y.mT, upper=True, unit=False).mT
+        return _const(ctx.perm.astype(lu.dtype)) @ z

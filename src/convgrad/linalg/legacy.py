@@ -1,6 +1,7 @@
 """torch's older top-level forms of the linear-algebra functions, for ``cg.<name>``:
 ``det``, ``logdet``, ``slogdet``, ``inverse``, ``cholesky``, ``qr`` (``some``), ``svd``
-(``(U, S, V)``, ``some``, ``compute_uv``), ``pinverse`` (``rcond``), ``matrix_power``."""
+(``(U, S, V)``, ``some``, ``compute_uv``), ``pinverse`` (``rcond``), ``matrix_power``,
+``matrix_exp``, ``triangular_solve``, ``cholesky_solve``, ``lu_unpack``."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import numpy as np
 from ..tensor import Tensor, args
 from . import _checks as C
 from . import basic, decompositions
+from .lu import lu_unpack
+from .matrix_functions import matrix_exp
+from .solvers import cholesky_solve, triangular_solve
 
-__all__ = ["cholesky", "det", "inverse", "logdet", "matrix_power", "pinverse", "qr", "slogdet",
-           "svd"]
+__all__ = ["cholesky", "cholesky_solve", "det", "inverse", "logdet", "lu_unpack", "matrix_exp",
+           "matrix_power", "pinverse", "qr", "slogdet", "svd", "triangular_solve"]
 
 det = basic.det
 logdet = basic.logdet
