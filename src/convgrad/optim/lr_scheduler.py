@@ -355,7 +355,30 @@ class LinearLR(LRScheduler):
         return [base * (a + (b - a) * min(n, self.last_epoch) / n) for base in self.base_lrs]
 
 
-class SequentialLR(LRScheduler):
+class _HoldsSchedulers:
+    """State of a scheduler made of schedulers (``SequentialLR``, ``ChainedScheduler``):
+    its own entries plus one state dict per held scheduler, under ``_schedulers``."""
+
+    _transient = ("optimizer", "_schedulers")
+    _schedulers: list
+
+    def state_dict(self) -> dict[str, Any]:
+        state = super().state_dict()
+        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        state = dict(state_dict)
+        saved = state.pop("_schedulers", None)
+        if not isinstance(saved, list | tuple) or len(saved) != len(self._schedulers):
+            raise ValueError(f"{type(self).__name__}.load_state_dict: the state dict must hold "
+                             f"one '_schedulers' entry per scheduler ({len(self._schedulers)})")
+        super().load_state_dict(state)
+        for s, sd in zip(self._schedulers, saved):
+            s.load_state_dict(sd)
+
+
+class SequentialLR(_HoldsSchedulers, LRScheduler):
     """Run ``schedulers`` one after another, switching at each of ``milestones`` (one fewer
     than schedulers); each scheduler starts afresh from the initial rates."""
 
@@ -404,23 +427,6 @@ class SequentialLR(LRScheduler):
         else:
             current.step()
         self._last_lr = current.get_last_lr()
-
-    _transient = ("optimizer", "_schedulers")
-
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        state = dict(state_dict)
-        saved = state.pop("_schedulers", None)
-        if not isinstance(saved, list | tuple) or len(saved) != len(self._schedulers):
-            raise ValueError("SequentialLR.load_state_dict: the state dict must hold one "
-                             f"'_schedulers' entry per scheduler ({len(self._schedulers)})")
-        super().load_state_dict(state)
-        for s, sd in zip(self._schedulers, saved):
-            s.load_state_dict(sd)
 
 
 class OneCycleLR(LRScheduler):
@@ -873,7 +879,7 @@ class CyclicLR(LRScheduler):
         super().load_state_dict(state)
 
 
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_HoldsSchedulers, LRScheduler):
     """Step several schedulers of one optimiser together: each ``step()`` steps every one
     of ``schedulers`` in order, so their (chainable) changes compose."""
 
@@ -913,22 +919,6 @@ class ChainedScheduler(LRScheduler):
             s._restart()
         self._last_lr = self._current()
 
-    _transient = ("optimizer", "_schedulers")
-
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        state["_schedulers"] = [s.state_dict() for s in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        state = dict(state_dict)
-        saved = state.pop("_schedulers", None)
-        if not isinstance(saved, list | tuple) or len(saved) != len(self._schedulers):
-            raise ValueError("ChainedScheduler.load_state_dict: the state dict must hold one "
-                             f"'_schedulers' entry per scheduler ({len(self._schedulers)})")
-        super().load_state_dict(state)
-        for s, sd in zip(self._schedulers, saved):
-            s.load_state_dict(sd)
 
     def __repr__(self) -> str:
         return f"ChainedScheduler({self._schedulers}, lr={self._last_lr})"
