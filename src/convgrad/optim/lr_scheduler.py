@@ -919,6 +919,5 @@ class ChainedScheduler(_HoldsSchedulers, LRScheduler):
             s._restart()
         self._last_lr = self._current()
 
-
     def __repr__(self) -> str:
         return f"ChainedScheduler({self._schedulers}, lr={self._last_lr})"
