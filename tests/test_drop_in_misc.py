@@ -416,6 +416,35 @@ def test_pdist_float32_second_order_and_edge_cases():
     assert cg.functional.pdist(cg.ones(1, 3)).shape == tuple(torch.pdist(torch.ones(1, 3)).shape)
 
 
+@pytest.mark.parametrize("p", [0, 1, 2, 3, float("inf")])
+def test_distances_in_blocks_equal_torchs(p, monkeypatch):
+    """pdist and cdist built a few pairs' differences at a time (a block of 13 elements
+    here) give torch's values and gradients: blocks join in order."""
+    from convgrad.tensor import distances
+
+    monkeypatch.setattr(distances, "BLOCK", 13)
+    _compare(lambda x: torch.pdist(x, p), lambda x: cg.functional.pdist(x, p),
+             _rows_with_ties())
+    a, b = RNG.standard_normal((2, 5, 4)), RNG.standard_normal((1, 3, 4))
+    _compare(lambda u, v: torch.cdist(u, v, p=p), lambda u, v: cg.cdist(u, v, p=p), a, b)
+
+
+def test_distances_workspace_is_bounded():
+    """2000 rows of 64: all pairs' differences at once would be 1 GB (pdist) and 256 MB
+    (cdist of 1000 x 1000); the blocks keep the peak near the result."""
+    import tracemalloc
+
+    x = cg.tensor(RNG.standard_normal((2000, 64)).astype(np.float32), requires_grad=True)
+    tracemalloc.start()
+    try:
+        cg.functional.pdist(x).sum().backward()
+        cg.cdist(x[:1000], x[1000:]).sum().backward()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200 << 20, peak
+
+
 def test_pdist_errors():
     F = cg.functional
     with pytest.raises(ValueError, match=r"input must be 2-D \(N, M\), got shape \(2, 3, 4\)"):

@@ -17,6 +17,7 @@ from convgrad.linalg import functions as LF
 from convgrad.ops import ConvSpec, jit
 from convgrad.tensor import conv as C
 from convgrad.tensor import ctc as CTC
+from convgrad.tensor import distances as DI
 from convgrad.tensor import einsum as EIN
 from convgrad.tensor import elementwise as E
 from convgrad.tensor import gather as G
@@ -134,6 +135,8 @@ SAMPLES = {
     S.Concatenate: (lambda a, b: S.Concatenate.apply(a, b, dim=0), [arr(2, 3), arr(1, 3)]),
     S.MatMul: (lambda a, b: S.MatMul.apply(a, b), [arr(2, 3), arr(3, 4)]),
     MM.LogBase: (lambda a: MM.LogBase.apply(a, base=2), [arr(2, 3, low=0.5, high=2.0)]),
+    DI.RowDistances: (lambda a, b: DI.RowDistances.apply(a, b, p=3.0),
+                      [arr(1, 3, 2), arr(1, 4, 2)]),
     SM.Remainder: (lambda a, b: SM.Remainder.apply(a, b, python=True),
                    [arr(2, 3), arr(2, 3, low=0.5, high=2.0)]),
     EIN.Einsum: (lambda a, b: EIN.Einsum.apply(a, b, spec="ij,jk->ik"), [arr(2, 3), arr(3, 4)]),

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..devices import check_device
 from .args import check_dtype, tensor_dtype
+from .distances import row_distances
 from .tensor import Tensor, as_tensor, concatenate
 
 __all__ = ["BoolTensor", "DoubleTensor", "FloatTensor", "IntTensor", "LongTensor", "bincount",
@@ -70,26 +71,15 @@ def vstack(tensors: Sequence[Any]) -> Tensor:
 
 
 def cdist(x1: Any, x2: Any, p: float = 2.0) -> Tensor:
-    """The p-norm distances between the rows of x1 (*, P, M) and x2 (*, R, M): (*, P, R).
-    p = 2 as ``sqrt(sum (a - b)^2)`` with a zero gradient at a zero distance (torch's)."""
+    """The p-norm distances between the rows of x1 (*, P, M) and x2 (*, R, M): (*, P, R)
+    (:mod:`.distances`: a zero distance has a zero gradient, as torch's)."""
     a, b = as_tensor(x1)._floating(), as_tensor(x2)._floating()
     if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-1]:
         raise ValueError(f"cdist: x1 of shape {tuple(a.shape)} and x2 of shape "
                          f"{tuple(b.shape)} must be (*, P, M) and (*, R, M)")
     if isinstance(p, bool) or not isinstance(p, int | float) or p < 0:
         raise ValueError(f"cdist: p={p!r} must be a number >= 0")
-    diff = (a.unsqueeze(-2) - b.unsqueeze(-3)).abs()
-    if p == 0:
-        return (diff != 0).to(a.dtype).sum(-1)
-    if p == float("inf"):
-        return diff.amax(-1)
-    if p == 1:
-        return diff.sum(-1)
-    s = (diff ** p).sum(-1)
-    zero = s.data == 0
-    safe = s + as_tensor(zero.astype(s.data.dtype))  # no 0^(1/p - 1) in the gradient
-    out = safe ** (1.0 / p)
-    return out * as_tensor((~zero).astype(s.data.dtype))
+    return row_distances(a, b, float(p))
 
 
 def bincount(input: Any, weights: Any = None, minlength: int = 0) -> Tensor:  # noqa: A002
