@@ -10,7 +10,7 @@ command); ``random`` holds the one seeded generator behind ``cg.manual_seed``.
 
 from __future__ import annotations
 
-from . import accelerator, backends, cuda, functional, ops
+from . import accelerator, backends, cuda, functional, linalg, ops
 from .autograd import (
     enable_grad,
     grad,

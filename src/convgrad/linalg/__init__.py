@@ -15,6 +15,8 @@ and ``_checks`` (argument checks, :class:`LinAlgError`, the named tuples).
 
 from __future__ import annotations
 
+from ..tensor.provided_methods import provide as _provide
+from . import legacy as _legacy
 from ._checks import LinAlgError
 from .basic import (
     cholesky,
@@ -35,6 +37,12 @@ from .lu import lu, lu_factor, lu_factor_ex, lu_solve, solve_ex
 from .matrix_functions import cond, matmul, matrix_exp, vander
 from .norms import matrix_norm, norm, vector_norm
 from .solvers import solve_triangular, tensorinv, tensorsolve
+
+# the Tensor methods torch has for these (``A.det()``, ``A.inverse()``, ...): torch's
+# top-level forms, handed to the tensor layer, which imports nothing above it
+_provide(**{name: getattr(_legacy, name) for name in (
+    "det", "logdet", "slogdet", "inverse", "cholesky", "cholesky_solve", "qr", "svd",
+    "pinverse", "matrix_power", "matrix_exp", "triangular_solve")})
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
            "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",

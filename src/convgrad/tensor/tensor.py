@@ -51,6 +51,7 @@ from .operands import promote as _promote
 from .operands import where
 from .order_stats import OrderStatsMixin
 from .product_methods import ProductMethodsMixin
+from .provided_methods import ProvidedMethodsMixin
 from .sampling import SamplingMethodsMixin
 from .script_methods import ScriptMethodsMixin
 from .shape_methods import ShapeMethodsMixin
@@ -182,7 +183,8 @@ def _is_size(v: Any) -> bool:
 
 class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMixin,
              OrderStatsMixin, StatisticsMixin, IndexingMixin, SpecialMethodsMixin,
-             ShapeMethodsMixin, ProductMethodsMixin, SamplingMethodsMixin):
+             ShapeMethodsMixin, ProductMethodsMixin, SamplingMethodsMixin,
+             ProvidedMethodsMixin):
     """An n-dimensional array with reverse-mode autodiff (float32 and float64 tensors).
 
     ``data`` is the ndarray, ``grad`` the accumulated gradient (a Tensor) of a leaf,
