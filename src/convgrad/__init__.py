@@ -22,6 +22,7 @@ from .autograd import (
     set_anomaly_enabled,
     set_grad_enabled,
 )
+from .default_dtype import get_default_dtype, set_default_dtype, set_default_tensor_type
 from .devices import device
 from .dtypes import bool as bool  # (torch's names; not in __all__: they shadow builtins)
 from .dtypes import (
@@ -214,6 +215,7 @@ __all__ = [
     "get_rng_state", "set_rng_state", "initial_seed", "seed", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "set_float32_matmul_precision", "get_float32_matmul_precision", "set_printoptions",
+    "set_default_dtype", "get_default_dtype", "set_default_tensor_type",
     "special", "func",
     "linalg", "det", "logdet", "slogdet", "inverse", "cholesky", "qr", "svd", "pinverse",
     "matrix_power", "matrix_exp", "triangular_solve", "cholesky_solve", "lu_unpack",

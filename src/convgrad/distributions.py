@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import random as _random
+from .default_dtype import get_default_dtype
 from .tensor import Tensor, as_tensor, where
 
 __all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "kl_divergence"]
@@ -25,7 +26,7 @@ __all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "kl_divergence"
 def _float(x: Any, like: Tensor | None = None) -> Tensor:
     t = as_tensor(x)
     if t.data.dtype.kind != "f":
-        t = t.to(like.data.dtype if like is not None else np.float32)
+        t = t.to(like.data.dtype if like is not None else get_default_dtype())
     return t
 
 

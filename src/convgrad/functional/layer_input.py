@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..tensor import Tensor
 from ..tensor.tensor import is_torch_tensor
 
@@ -35,8 +36,8 @@ def layer_input(fn: str, x: Any, weight: Any = None, name: str = "input") -> Ten
             dt = np.asarray(x).dtype
         except ValueError as e:
             raise ValueError(f"{fn}: {name} cannot be made into an array: {e}") from None
-        if dt.kind in "biu" and not isinstance(x, np.generic):  # Python numbers: float32
-            dt = np.dtype(np.float32)
+        if dt.kind in "biu" and not isinstance(x, np.generic):  # Python numbers: default
+            dt = get_default_dtype()
     else:
         raise TypeError(f"{fn}: {name} must be a convgrad.Tensor or numpy.ndarray, got "
                         f"{type(x).__module__}.{type(x).__name__}")

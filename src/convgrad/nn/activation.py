@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from ..functional import activation as Fa
 from ..functional import piecewise_activation as Fp
@@ -331,7 +332,7 @@ class PReLU(Module):
         if isinstance(num_parameters, bool) or not isinstance(num_parameters, int) \
                 or num_parameters < 1:
             raise ValueError(f"PReLU: num_parameters={num_parameters!r} must be an int >= 1")
-        dt = np.dtype(np.float32) if dtype is None else check_dtype("PReLU", dtype)
+        dt = get_default_dtype() if dtype is None else check_dtype("PReLU", dtype)
         self.num_parameters = num_parameters
         self.init = init
         self.weight = Parameter(np.full(num_parameters, init, dt))

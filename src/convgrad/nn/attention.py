@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from ..functional.attention import multi_head_attention
 from ..functional.layer_input import layer_input
@@ -62,7 +63,7 @@ class MultiheadAttention(Module):
         self.kdim = embed_dim if kdim is None else _positive_int("kdim", kdim, fn)
         self.vdim = embed_dim if vdim is None else _positive_int("vdim", vdim, fn)
         self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+        dt = get_default_dtype() if dtype is None else check_dtype(fn, dtype)
         e = embed_dim
         if self._qkv_same_embed_dim:
             self.in_proj_weight = Parameter(np.empty((3 * e, e), dt))

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..tensor import Tensor
 
 __all__ = ["Buffer"]
@@ -25,7 +26,7 @@ class Buffer(Tensor):
         if not isinstance(persistent, bool):
             raise TypeError(f"Buffer: persistent={persistent!r} must be a bool")
         if data is None:
-            data = np.empty(0, np.float32)
+            data = np.empty(0, get_default_dtype())
         if not isinstance(data, Tensor | np.ndarray):
             raise TypeError(f"Buffer: data must be a Tensor or an ndarray, got "
                             f"{type(data).__name__}")

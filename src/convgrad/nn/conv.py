@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from ..functional.conv import convolve
 from ..functional.conv_args import conv_args, per_dim, transpose_args
@@ -75,7 +76,7 @@ class _ConvNd(Module):
         self.padding = padding
         if not isinstance(bias, bool):
             raise TypeError(f"{fn}: bias={bias!r} must be a bool")
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+        dt = get_default_dtype() if dtype is None else check_dtype(fn, dtype)
         if self.transposed:
             w_shape = (in_channels, out_channels // groups, *self.kernel_size)
         else:

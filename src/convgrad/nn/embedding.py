@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from ..functional import distance as Fd
 from ..functional.embedding import embedding, padding_row
@@ -26,7 +27,7 @@ def _table(module: Module, fn: str, weight: Any, dtype: Any, rng: Any, trainable
     """An Embedding's or EmbeddingBag's (num_embeddings, embedding_dim) ``weight``: a copy
     of ``weight`` (its shape checked), else drawn by ``reset_parameters``."""
     shape = (module.num_embeddings, module.embedding_dim)
-    dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+    dt = get_default_dtype() if dtype is None else check_dtype(fn, dtype)
     if weight is None:
         module.weight = Parameter(np.empty(shape, dt))
         module.reset_parameters(rng)

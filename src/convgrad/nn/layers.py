@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from ..functional import activation as Fa
 from ..functional.linear import bilinear as _bilinear
@@ -60,7 +61,7 @@ class Bilinear(Module):
         self.in1_features = _positive_int("in1_features", in1_features, fn)
         self.in2_features = _positive_int("in2_features", in2_features, fn)
         self.out_features = _positive_int("out_features", out_features, fn)
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+        dt = get_default_dtype() if dtype is None else check_dtype(fn, dtype)
         _weight_and_bias(self, (out_features, in1_features, in2_features), bias, dt)
         self.reset_parameters(rng)
 
@@ -90,7 +91,7 @@ class Linear(Module):
         self.out_features = _positive_int("out_features", out_features, "Linear")
         if not isinstance(bias, bool):
             raise TypeError(f"Linear: bias={bias!r} must be a bool")
-        dt = np.dtype(np.float32) if dtype is None else check_dtype("Linear", dtype)
+        dt = get_default_dtype() if dtype is None else check_dtype("Linear", dtype)
         _weight_and_bias(self, (out_features, in_features), bias, dt)
         self.reset_parameters(rng)
 

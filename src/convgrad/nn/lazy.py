@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from ..tensor.args import check_dtype
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -50,7 +51,7 @@ class UninitializedParameter(Parameter):
     def __init__(self, requires_grad: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         check_device("UninitializedParameter", device)
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(
+        dt = get_default_dtype() if dtype is None else check_dtype(
             "UninitializedParameter", dtype)
         super().__init__(np.empty(0, dt), requires_grad=requires_grad)
 

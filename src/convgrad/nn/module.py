@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import devices as _device
+from ..default_dtype import get_default_dtype
 from ..tensor import Tensor
 from ..tensor import shared_memory as _shm
 from ..tensor.args import check_dtype
@@ -38,7 +39,7 @@ class Parameter(Tensor):
 
     def __init__(self, data: Any = None, requires_grad: bool = True) -> None:
         if data is None:
-            data = np.empty(0, np.float32)
+            data = np.empty(0, get_default_dtype())
         super().__init__(data.data if isinstance(data, Tensor) else data,
                          requires_grad=requires_grad)
 

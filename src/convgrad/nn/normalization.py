@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from ..functional import normalization as Fn
 from ..functional.activation import leaky_relu
@@ -32,7 +33,7 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNo
 
 
 def _dtype(fn: str, dtype: Any) -> np.dtype:
-    return np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+    return get_default_dtype() if dtype is None else check_dtype(fn, dtype)
 
 
 def _array(buffer: Any) -> np.ndarray:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from ..functional.dropout import dropout as _dropout
 from ..functional.layer_input import layer_input
@@ -120,7 +121,7 @@ class RNNBase(Module):
             raise ValueError(f"{fn}: proj_size={proj_size} must be smaller than "
                              f"hidden_size={hidden_size}")
         self.proj_size = int(proj_size)
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+        dt = get_default_dtype() if dtype is None else check_dtype(fn, dtype)
         gates = STEPS[mode][1] * hidden_size
         out = self.proj_size or hidden_size
         for layer in range(num_layers):
@@ -345,7 +346,7 @@ class RNNCellBase(Module):
         self.input_size = _positive_int("input_size", input_size, fn)
         self.hidden_size = _positive_int("hidden_size", hidden_size, fn)
         self.bias = _bool(fn, "bias", bias)
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+        dt = get_default_dtype() if dtype is None else check_dtype(fn, dtype)
         gates = STEPS[self._mode][1] * hidden_size
         self.weight_ih = Parameter(np.empty((gates, input_size), dt))
         self.weight_hh = Parameter(np.empty((gates, hidden_size), dt))

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from ..functional import activation as Fa
 from ..functional.smooth_activation import gelu
@@ -261,6 +262,6 @@ class Transformer(Module):
         """The (sz, sz) float mask that hides each position's successors: -inf above the
         diagonal, 0 elsewhere."""
         fn = "generate_square_subsequent_mask"
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+        dt = get_default_dtype() if dtype is None else check_dtype(fn, dtype)
         n = _positive_int("sz", sz, fn)
         return Tensor(np.triu(np.full((n, n), -np.inf, dt), 1))

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..ops import update, update_more
 from ..tensor.args import flag as _flag
 from .optimizer import _number
@@ -20,7 +21,7 @@ class ASGD(ScalarStateOptimizer):
     ``g = grad + weight_decay * p``; ``p *= 1 - lambd * eta``; ``p -= eta * g``; the
     running average ``ax += mu * (p - ax)`` (``ax = p`` while ``mu`` is 1); then ``eta =
     lr / (1 + lambd lr t)^alpha`` and ``mu = 1 / max(1, t - t0)`` for the next step
-    (``eta`` and ``mu`` rounded to float32, as torch's state).  The average is
+    (``eta`` and ``mu`` rounded to the default dtype, as torch's state).  The average is
     ``optimizer.state[p]["ax"]``.  State per parameter: ``step``, ``eta``, ``mu``, ``ax``.
     """
 
@@ -43,18 +44,19 @@ class ASGD(ScalarStateOptimizer):
                 group: dict) -> None:
         lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
         arrays, hypers = [], []
+        scalar = get_default_dtype().type  # torch's scalar state: its default dtype
         for p, grad, state in zip(params, grads, states):
             if not state:
                 state["step"] = 0
-                state["eta"] = np.float32(lr)
-                state["mu"] = np.float32(1.0)
+                state["eta"] = scalar(lr)
+                state["mu"] = scalar(1.0)
                 state["ax"] = np.zeros_like(p)
             state["step"] += 1
             eta, mu = state["eta"], state["mu"]
             arrays.append((p, grad, state["ax"]))
             hypers.append((float(eta), lambd, group["weight_decay"], mu))
             step = state["step"]
-            # torch builds each new value as a float32 tensor, then copies it into the state
-            state["eta"] = type(eta)(np.float32(lr / ((1 + lambd * lr * step) ** alpha)))
-            state["mu"] = type(mu)(np.float32(1 / max(1, step - t0)))
+            # torch builds each new value in its default dtype, then copies it into the state
+            state["eta"] = type(eta)(scalar(lr / ((1 + lambd * lr * step) ** alpha)))
+            state["mu"] = type(mu)(scalar(1 / max(1, step - t0)))
         update.step("asgd", update_more.asgd, arrays, hypers)

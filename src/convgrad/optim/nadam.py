@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..ops import update, update_more
 from ..tensor.args import flag as _flag
 from .optimizer import _betas, _number
@@ -19,7 +20,7 @@ class NAdam(ScalarStateOptimizer):
 
     ``g = grad + weight_decay * p`` (or, ``decoupled_weight_decay``, ``p *= 1 - lr *
     weight_decay``); the momentum schedule ``mu_t = beta1 (1 - 0.96^(t momentum_decay) /
-    2)``, ``mu_product *= mu_t`` (kept in float32, as torch's state); ``m = lerp(m, g,
+    2)``, ``mu_product *= mu_t`` (kept in the default dtype, as torch's state); ``m = lerp(m, g,
     1 - beta1)``; ``v = beta2 * v + (1 - beta2) * g * g``; ``d = sqrt(v / (1 - beta2^t))
     + eps``; ``p -= lr (1 - mu_t) / (1 - mu_product) * g / d + lr mu_{t+1} / (1 -
     mu_product mu_{t+1}) * m / d``.  State per parameter: ``step``, ``mu_product``,
@@ -51,7 +52,7 @@ class NAdam(ScalarStateOptimizer):
         for p, grad, state in zip(params, grads, states):
             if not state:
                 state["step"] = 0
-                state["mu_product"] = np.float32(1.0)
+                state["mu_product"] = get_default_dtype().type(1.0)
                 state["exp_avg"] = np.zeros_like(p)
                 state["exp_avg_sq"] = np.zeros_like(p)
             state["step"] += 1

@@ -1,7 +1,8 @@
 """Per-parameter scalar state of an optimiser kept as torch keeps it: one number (NAdam's
-``mu_product``, ASGD's ``eta`` and ``mu``) held in float32 however the parameter is
-typed, as torch's 0-d tensors of its default dtype are, and cast to the parameter's
-dtype when a state dict is loaded (as torch's ``load_state_dict`` casts them).
+``mu_product``, ASGD's ``eta`` and ``mu``) held in the default dtype (float32 unless
+``set_default_dtype``) however the parameter is typed, as torch's 0-d tensors are, and
+cast to the parameter's dtype when a state dict is loaded (as torch's
+``load_state_dict`` casts them).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ __all__ = ["ScalarStateOptimizer"]
 
 class ScalarStateOptimizer(Optimizer):
     """An optimiser whose state entries named in ``_scalar_state`` are NumPy scalars
-    (``np.float32`` when created; the parameter's dtype after ``load_state_dict``)."""
+    (of the default dtype when created; the parameter's dtype after ``load_state_dict``)."""
 
     _scalar_state: tuple[str, ...] = ()
 

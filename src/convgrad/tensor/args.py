@@ -21,24 +21,30 @@ _FLOATS, _DTYPES = FLOATS, DTYPES
 
 def check_dtype(fn: str, dtype: Any) -> np.dtype:
     """A differentiable dtype: float32 or float64."""
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        dt = None
-    if dt not in _FLOATS:
+    dt = _numpy_dtype(dtype)
+    if dt is None or dt not in _FLOATS:
         raise TypeError(f"{fn}: dtype={dtype!r} is not supported; expected float32 or float64")
     return dt
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype | None:
+    """``dtype`` as NumPy's (a torch dtype by its name, ``torch.float32``), None where it
+    names none (NumPy's ``dtype == None`` is True for float64: never compare None)."""
+    text = str(dtype)
+    if text.startswith("torch.") and type(dtype).__name__ == "dtype":
+        dtype = text[len("torch."):]
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        return None
 
 
 def tensor_dtype(fn: str, dtype: Any) -> np.dtype:
     """Any dtype a Tensor holds: float32, float64, int32, int64 or bool."""
     if isinstance(dtype, tensor_type()):
         raise TypeError(f"{fn}: dtype must be a dtype, got a Tensor")
-    try:
-        dt = np.dtype(dtype)
-    except TypeError:
-        dt = None
-    if dt not in _DTYPES:
+    dt = _numpy_dtype(dtype)
+    if dt is None or dt not in _DTYPES:
         raise TypeError(f"{fn}: dtype={dtype!r} is not supported; expected float32, float64, "
                         "int32, int64 or bool")
     return dt

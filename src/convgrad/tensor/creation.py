@@ -5,8 +5,9 @@ Each takes ``dtype``, ``device`` (the CPU only) and ``requires_grad``; the rando
 take ``generator`` (a numpy Generator or an int seed; None: the library-wide generator
 of ``cg.manual_seed``).  The ``*_like`` forms take torch's ``memory_format``, by default
 ``preserve_format``: the result lies in memory as the input does (a channels-last
-input gives a channels-last result).  Default dtypes are torch's: float32 for floats, int64 for
-integers (``full(shape, 3)``, ``arange(5)``, ``randint``, ``randperm``), bool for bools.
+input gives a channels-last result).  Default dtypes are torch's: the default float dtype
+(float32 unless ``set_default_dtype``) for floats, int64 for integers (``full(shape, 3)``,
+``arange(5)``, ``randint``, ``randperm``), bool for bools.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from .. import devices as _device
 from .. import random as _random
 from ..autograd import tensor_type
+from ..default_dtype import get_default_dtype
 from ..ops import layouts as _layouts
 from . import memory_format as _mf
 from .args import check_dtype as _check_dtype
@@ -47,12 +49,12 @@ def _shape(fn: str, shape: tuple) -> tuple[int, ...]:
 
 
 def _scalar_dtype(value: Any) -> np.dtype:
-    """torch's default dtype for a Python number: bool, int64 or float32."""
+    """torch's default dtype for a Python number: bool, int64 or the default float dtype."""
     if isinstance(value, bool | np.bool_):
         return np.dtype(np.bool_)
     if isinstance(value, Integral):
         return np.dtype(np.int64)
-    return np.dtype(np.float32)
+    return get_default_dtype()
 
 
 def _like_dtype(fn: str, t: Any, dtype: Any) -> np.dtype:
@@ -74,7 +76,7 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
           ) -> Tensor:
     """An uninitialised tensor (its values are whatever the memory held)."""
-    dt = np.float32 if dtype is None else _tensor_dtype("empty", dtype)
+    dt = get_default_dtype() if dtype is None else _tensor_dtype("empty", dtype)
     return _leaf("empty", np.empty(_shape("empty", size), dt), device, requires_grad)
 
 
@@ -125,7 +127,7 @@ def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,  # noqa:
 def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
     """Samples of U[0, 1)."""
-    dt = np.float32 if dtype is None else _check_dtype("rand", dtype)
+    dt = get_default_dtype() if dtype is None else _check_dtype("rand", dtype)
     data = _random.generator(generator, "rand").random(_shape("rand", size), dtype=dt)
     return _leaf("rand", data, device, requires_grad)
 
@@ -191,7 +193,7 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False) -> Tensor:
     """``start, start + step, ...`` below ``end`` (int64 if every bound is an int, else
-    float32, as torch)."""
+    the default float dtype, as torch)."""
     if end is None:
         start, end = 0, start
     for name, v in (("start", start), ("end", end), ("step", step)):
@@ -200,7 +202,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
     if step == 0:
         raise ValueError("arange: step=0 must be nonzero")
     ints = all(isinstance(v, Integral) for v in (start, end, step))
-    dt = (np.dtype(np.int64) if ints else np.dtype(np.float32)) if dtype is None \
+    dt = (np.dtype(np.int64) if ints else get_default_dtype()) if dtype is None \
         else _tensor_dtype("arange", dtype)
     n = max(0, int(np.ceil((end - start) / step)))
     data = (start + step * np.arange(n, dtype=np.float64 if not ints else np.int64))
@@ -209,20 +211,21 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
 
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (float32)."""
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive (the default
+    float dtype unless ``dtype``)."""
     steps = _int("linspace", "steps", steps)
     if steps < 0:
         raise ValueError(f"linspace: steps={steps} must be >= 0")
-    dt = np.dtype(np.float32) if dtype is None else _tensor_dtype("linspace", dtype)
+    dt = get_default_dtype() if dtype is None else _tensor_dtype("linspace", dtype)
     return _leaf("linspace", np.linspace(start, end, steps).astype(dt), device, requires_grad)
 
 
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
-    """The ``n`` x ``m`` identity (float32)."""
+    """The ``n`` x ``m`` identity (the default float dtype unless ``dtype``)."""
     n = _int("eye", "n", n)
     m = n if m is None else _int("eye", "m", m)
     if n < 0 or m < 0:
         raise ValueError(f"eye: n={n} and m={m} must be >= 0")
-    dt = np.dtype(np.float32) if dtype is None else _tensor_dtype("eye", dtype)
+    dt = get_default_dtype() if dtype is None else _tensor_dtype("eye", dtype)
     return _leaf("eye", np.eye(n, m, dtype=dt), device, requires_grad)

@@ -13,6 +13,7 @@ import numpy as np
 from .. import devices as _device
 from .. import random as _random
 from ..autograd import tensor_type
+from ..default_dtype import get_default_dtype
 from .args import shape_arg, tensor_dtype
 
 Tensor = Any  # annotations: the registered Tensor class
@@ -39,10 +40,11 @@ def _ints(fn: str, name: str, values: Any, low: int = 0) -> tuple[int, ...]:
 
 def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Tensor:
-    """A 0-d Tensor holding the number ``s`` (float32 unless ``dtype``, as torch)."""
+    """A 0-d Tensor holding the number ``s`` (the default float dtype unless ``dtype``, as
+    torch)."""
     if isinstance(s, tensor_type()) or not isinstance(s, Real | np.bool_):
         raise TypeError(f"scalar_tensor: s={s!r} must be a number")
-    dt = np.dtype(np.float32) if dtype is None else tensor_dtype("scalar_tensor", dtype)
+    dt = get_default_dtype() if dtype is None else tensor_dtype("scalar_tensor", dtype)
     return _leaf("scalar_tensor", np.asarray(s).astype(dt), device, requires_grad)
 
 
@@ -54,7 +56,7 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
     size, stride = _ints(fn, "size", size), _ints(fn, "stride", stride)
     if len(size) != len(stride):
         raise ValueError(f"{fn}: size={size} and stride={stride} must have one entry per dim")
-    dt = np.dtype(np.float32) if dtype is None else tensor_dtype(fn, dtype)
+    dt = get_default_dtype() if dtype is None else tensor_dtype(fn, dtype)
     extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
     buffer = np.zeros(extent, dt)
     data = np.lib.stride_tricks.as_strided(
@@ -65,15 +67,15 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: Any = None, requires_grad: bool = False) -> Tensor:
     """``base ** v`` for ``steps`` values ``v`` evenly spaced from ``start`` to ``end``
-    (the first half counted from ``start``, the rest back from ``end``, as torch); float32
-    unless ``dtype``; computed in float64."""
+    (the first half counted from ``start``, the rest back from ``end``, as torch); the default
+    float dtype unless ``dtype``; computed in float64."""
     fn = "logspace"
     if isinstance(steps, bool) or not isinstance(steps, Integral) or steps < 0:
         raise ValueError(f"{fn}: steps={steps!r} must be an int >= 0")
     for name, v in (("start", start), ("end", end), ("base", base)):
         if isinstance(v, bool) or not isinstance(v, Real):
             raise TypeError(f"{fn}: {name}={v!r} must be a number")
-    dt = np.dtype(np.float32) if dtype is None else tensor_dtype(fn, dtype)
+    dt = get_default_dtype() if dtype is None else tensor_dtype(fn, dtype)
     start, end, base = float(start), float(end), float(base)
     i = np.arange(steps, dtype=np.float64)
     if steps == 1:

@@ -13,19 +13,27 @@ from typing import Any
 import numpy as np
 
 from ..autograd import tensor_type
+from ..default_dtype import get_default_dtype
 from . import elementwise as _ew
 from . import lazy as _lazy
 from .args import DTYPES as _DTYPES
 
 Tensor = Any  # annotations: the registered Tensor class
 
-__all__ = ["KIND_RANK", "SCALARS", "no_bool", "operand", "pair", "promote", "where", "widened"]
+__all__ = ["KIND_RANK", "SCALARS", "kind_default", "no_bool", "operand", "pair", "promote",
+           "where", "widened"]
 
 KIND_RANK = {"b": 0, "i": 1, "u": 1, "f": 2}  # torch's promotion order: bool < int < float
-_DEFAULT = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32))  # per rank
+_DEFAULT = (np.dtype(np.bool_), np.dtype(np.int64))  # per rank; floats: the default dtype
 SCALARS = (int, float, bool)
 _KIND_RANK = KIND_RANK
 _SCALARS = SCALARS
+
+
+def kind_default(rank: int) -> np.dtype:
+    """torch's dtype for a Python number of kind ``rank`` (``KIND_RANK``): bool, int64 or
+    the default float dtype."""
+    return get_default_dtype() if rank == 2 else _DEFAULT[rank]
 
 
 def operand(x: Any) -> Any:
@@ -51,8 +59,9 @@ def promote(operands: Sequence[Any], true_div: bool = False) -> list:
 
     Within the highest kind present NumPy decides (float32 with float64 gives float64);
     tensors and arrays of a lower kind are cast to the result dtype: the highest-kind
-    tensors' dtype, or the default (float32, int64) when only a Python scalar has that
-    kind.  ``true_div``: division of integers gives float32, as torch.
+    tensors' dtype, or the kind's default (:func:`kind_default`) when only a Python scalar
+    has that kind.  ``true_div``: division of integers gives the default float dtype, as
+    torch.
     """
     Tensor = tensor_type()
     ranks = [_KIND_RANK[x.dtype.kind] if isinstance(x, Tensor | np.ndarray)
@@ -60,11 +69,11 @@ def promote(operands: Sequence[Any], true_div: bool = False) -> list:
              for x in operands]
     top = max(ranks)
     if true_div and top < 2:
-        top, target = 2, _DEFAULT[2]
+        top, target = 2, kind_default(2)
     else:
         tops = [x.dtype for x, r in zip(operands, ranks)
                 if r == top and isinstance(x, Tensor | np.ndarray)]
-        target = np.result_type(*tops) if tops else _DEFAULT[top]
+        target = np.result_type(*tops) if tops else kind_default(top)
     out = []
     for x, r in zip(operands, ranks):
         if r < top and isinstance(x, Tensor):  # not differentiable: a constant cast

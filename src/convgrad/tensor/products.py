@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from . import shape as _sh
 from .shape_functions import promote_types
 from .tensor import Tensor, as_tensor, concatenate, stack
@@ -174,7 +175,7 @@ def block_diag(*tensors: Any) -> Tensor:
             raise ValueError(f"{fn}: tensors[{i}] of shape {tuple(t.shape)} must have at "
                              "most 2 dims")
     if not ts:
-        return Tensor._wrap(np.zeros((1, 0), np.float32))
+        return Tensor._wrap(np.zeros((1, 0), get_default_dtype()))
     dt = ts[0].data.dtype
     for t in ts[1:]:
         dt = promote_types(dt, t.data.dtype)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import random as _random
 from ..autograd import tensor_type
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from . import operands
 from .args import check_dtype, shape_arg
@@ -56,7 +57,8 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Any 
            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """Normal samples, in torch's four forms: ``normal(mean_t, std_t)`` (broadcast),
     ``normal(mean_t, std=1.0)``, ``normal(mean, std_t)`` (each the Tensor's shape and
-    dtype) and ``normal(mean, std, size)`` of numbers (float32 unless ``dtype``)."""
+    dtype) and ``normal(mean, std, size)`` of numbers (the default float dtype unless
+    ``dtype``)."""
     fn = "normal"
     T = tensor_type()
     rng = _random.generator(generator, fn)
@@ -72,7 +74,7 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Any 
                for s in shape):
             raise ValueError(f"{fn}: size={size!r} must be ints >= 0")
         _std_check(fn, np.asarray(float(std)))
-        dt = np.dtype(np.float32) if dtype is None else check_dtype(fn, dtype)
+        dt = get_default_dtype() if dtype is None else check_dtype(fn, dtype)
         check_device(fn, device)
         z = rng.standard_normal(shape)
         out = T._wrap(np.asarray(float(mean) + float(std) * z, dt))

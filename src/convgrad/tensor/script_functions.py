@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..default_dtype import get_default_dtype
 from ..devices import check_device
 from .args import check_dtype, tensor_dtype
 from .distances import row_distances
@@ -137,8 +138,8 @@ def var_mean(input: Any, dim: Any = None, *, correction: Any = 1,  # noqa: A002
 
 
 def finfo(dtype: Any = None) -> Any:
-    """The float dtype's limits (float32 by default, as torch's default dtype)."""
-    dt = np.dtype(np.float32) if dtype is None else check_dtype("finfo", dtype)
+    """The float dtype's limits (by default the default float dtype's, as torch)."""
+    dt = get_default_dtype() if dtype is None else check_dtype("finfo", dtype)
     if dt.kind != "f":
         raise TypeError(f"finfo: dtype={dtype!r} is not a float dtype (iinfo is for integers)")
     return np.finfo(dt)

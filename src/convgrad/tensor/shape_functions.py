@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .args import tensor_dtype
-from .operands import KIND_RANK
+from .operands import KIND_RANK, kind_default
 from .tensor import Tensor, as_tensor, concatenate
 
 __all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "broadcast_shapes", "broadcast_tensors",
@@ -183,24 +183,21 @@ def can_cast(from_: Any, to: Any) -> bool:
     return _rank(b) >= _rank(a)
 
 
-_DEFAULTS = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float32))
-
-
 def result_type(tensor1: Any, tensor2: Any) -> np.dtype:
     """The dtype of an arithmetic result of ``tensor1`` and ``tensor2`` (Tensors or
     numbers), by torch's rule: Tensors with dims decide, unless a 0-d Tensor is of a
     higher kind (then it decides), unless a number is of a higher kind still (then that
-    kind's default: int64, float32)."""
+    kind's default: int64, the default float dtype)."""
     groups: list[list[np.dtype]] = [[], [], []]  # dimensioned, 0-d, numbers
     for i, x in enumerate((tensor1, tensor2)):
         if isinstance(x, Tensor):
             groups[0 if x.ndim else 1].append(x.data.dtype)
         elif isinstance(x, bool | np.bool_):
-            groups[2].append(_DEFAULTS[0])
+            groups[2].append(kind_default(0))
         elif isinstance(x, Integral):
-            groups[2].append(_DEFAULTS[1])
+            groups[2].append(kind_default(1))
         elif isinstance(x, Real):
-            groups[2].append(_DEFAULTS[2])
+            groups[2].append(kind_default(2))
         else:
             raise TypeError(f"result_type: tensor{i + 1}={x!r} must be a Tensor or a number")
     result = None
@@ -211,7 +208,7 @@ def result_type(tensor1: Any, tensor2: Any) -> np.dtype:
         if result is not None and top <= _rank(result):
             continue
         if k == 2:
-            result = _DEFAULTS[top]
+            result = kind_default(top)
         else:
             result = np.result_type(*(d for d in group if _rank(d) == top))
     return result

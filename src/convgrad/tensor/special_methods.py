@@ -56,14 +56,15 @@ def _cast(x: Tensor, dtype: np.dtype) -> Tensor:
 
 def _operands(fn: str, a: Tensor, other: Any, floating: bool = True) -> tuple:
     """``(a, other)`` as two Tensors of the dtype torch gives their result (a Python number
-    takes the tensor's dtype; ``floating``: integer and bool results are float32)."""
+    takes the tensor's dtype; ``floating``: integer and bool results are the default
+    float dtype)."""
     T = _t()
     if other is None or isinstance(other, str):
         raise TypeError(f"{fn}: other={other!r} must be a Tensor or a number")
     a, b = operands.promote([a, operands.operand(other)])
     dtype = np.result_type(*[x.dtype for x in (a, b) if isinstance(x, T | np.ndarray)])
     if floating and dtype.kind != "f":
-        dtype = np.dtype(np.float32)
+        dtype = operands.kind_default(2)
     b = b if isinstance(b, T) else T._wrap(np.asarray(b, dtype))
     return _cast(a, dtype), _cast(b, dtype)
 

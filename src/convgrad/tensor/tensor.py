@@ -20,6 +20,7 @@ from .. import autograd as _autograd
 from .. import devices as _device
 from .. import random as _random
 from ..autograd import register_tensor_type
+from ..default_dtype import get_default_dtype
 from . import elementwise as _ew
 from . import gather as _ga
 from . import hooks as _hooks
@@ -79,7 +80,8 @@ NOT_FLOAT_MESSAGE = "only Tensors of floating point dtype can require gradients"
 # ----------------------------------------------------------------------------- coercion
 def _array_data(fn: str, data: Any, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
     """data as a Tensor's ndarray: ``dtype`` if given; else a Tensor's or a float32/float64
-    array's own dtype; else (lists, numbers, integer and bool arrays) float32."""
+    array's own dtype; else (lists, numbers, integer and bool arrays) the default float
+    dtype (:func:`convgrad.get_default_dtype`)."""
     own = None
     if isinstance(data, Tensor):
         data, own = data.data, data.data.dtype
@@ -91,7 +93,7 @@ def _array_data(fn: str, data: Any, dtype: Any = None, copy: bool | None = None)
             raise TypeError(f"{fn}: data of dtype {data.dtype} is not supported; "
                             "expected real numbers (bool, int or float)")
         dt = (_tensor_dtype(fn, dtype) if dtype is not None else own if own is not None
-              else data.dtype if data.dtype in _FLOATS else np.dtype(np.float32))
+              else data.dtype if data.dtype in _FLOATS else get_default_dtype())
         return data if data.dtype == dt else data.astype(dt)
     try:
         arr = np.asarray(data)
@@ -107,7 +109,7 @@ def _array_data(fn: str, data: Any, dtype: Any = None, copy: bool | None = None)
     elif isinstance(data, np.ndarray | np.generic) and arr.dtype in _FLOATS:
         dt = arr.dtype
     else:
-        dt = np.dtype(np.float32)
+        dt = get_default_dtype()
     return np.array(arr, dtype=dt, copy=copy)
 
 
@@ -203,8 +205,8 @@ class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMix
             shape = (0,) if data is None else (int(data), *(int(s) for s in sizes))
             if any(n < 0 for n in shape):
                 raise ValueError(f"Tensor: sizes {shape} must be >= 0")
-            data = np.zeros(shape, np.float32 if dtype is None else _check_dtype("Tensor",
-                                                                                dtype))
+            dt = get_default_dtype() if dtype is None else _check_dtype("Tensor", dtype)
+            data = np.zeros(shape, dt)
         elif sizes:
             raise TypeError(f"Tensor: data={data!r} with more positional arguments "
                             f"{sizes!r}: expected data, or sizes (ints) only; pass "
@@ -587,8 +589,10 @@ class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMix
         return self ** exponent
 
     def _floating(self) -> Tensor:
-        """Self, or a float32 copy of an integer or bool tensor (for exp, log, ...), as torch."""
-        return self if self.data.dtype.kind == "f" else Tensor._wrap(self.data.astype(np.float32))
+        """Self, or a copy in the default float dtype of an integer or bool tensor (for exp,
+        log, ...), as torch."""
+        return (self if self.data.dtype.kind == "f"
+                else Tensor._wrap(self.data.astype(get_default_dtype())))
 
     def relu(self) -> Tensor:
         return _ew.ReLU.apply(self)
@@ -863,7 +867,8 @@ def tensor(data: Any, requires_grad: bool = False, dtype: Any = None, device: An
            ) -> Tensor:
     """A new leaf Tensor holding a copy of ``data`` (a torch.Tensor is copied detached).
 
-    Lists, numbers and integer or bool arrays become float32 unless ``dtype`` says
+    Lists, numbers and integer or bool arrays become the default float dtype (float32
+    unless ``set_default_dtype``) unless ``dtype`` says
     otherwise (int64, int32, bool); float32/float64 arrays keep their dtype.
     """
     _device.check_device("tensor", device)
@@ -881,14 +886,14 @@ def from_numpy(array: np.ndarray) -> Tensor:
 def zeros(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
           ) -> Tensor:
     _device.check_device("zeros", device)
-    dt = np.float32 if dtype is None else _tensor_dtype("zeros", dtype)
+    dt = get_default_dtype() if dtype is None else _tensor_dtype("zeros", dtype)
     return Tensor._wrap(np.zeros(_shape_arg(shape), dt)).requires_grad_(requires_grad)
 
 
 def ones(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
          ) -> Tensor:
     _device.check_device("ones", device)
-    dt = np.float32 if dtype is None else _tensor_dtype("ones", dtype)
+    dt = get_default_dtype() if dtype is None else _tensor_dtype("ones", dtype)
     return Tensor._wrap(np.ones(_shape_arg(shape), dt)).requires_grad_(requires_grad)
 
 
@@ -898,7 +903,7 @@ def randn(*shape: Any, rng: Any = None, dtype: Any = None, device: Any = None,
     or an int seed); with neither, from the library-wide generator that
     ``cg.manual_seed`` seeds."""
     _device.check_device("randn", device)
-    dt = np.float32 if dtype is None else _check_dtype("randn", dtype)
+    dt = get_default_dtype() if dtype is None else _check_dtype("randn", dtype)
     gen = _random.generator(generator if rng is None else rng, "randn")
     data = gen.standard_normal(_shape_arg(shape), dtype=dt)
     return Tensor._wrap(data).requires_grad_(requires_grad)

@@ -3,9 +3,10 @@
 
 Each takes ``window_length`` and ``periodic`` (True by default, as torch: the window of
 length ``window_length + 1`` without its last value, for use with an FFT), and torch's
-``dtype`` (a float dtype; float32 by default), ``device`` and ``requires_grad``.  The
-values are computed in float64 (in the order of torch's float64 computation) and then
-rounded to ``dtype``.  A length of 1 gives ``[1.]``, a length of 0 an empty Tensor.
+``dtype`` (a float dtype; by default the default float dtype), ``device`` and
+``requires_grad``.  The values are computed in float64 (in the order of torch's float64
+computation) and then rounded to ``dtype``.  A length of 1 gives ``[1.]``, a length of 0
+an empty Tensor.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import numpy as np
 
 from .. import devices as _device
 from ..autograd import tensor_type
+from ..default_dtype import get_default_dtype
+from .args import check_dtype
 
 Tensor = Any  # annotations: the registered Tensor class
 
@@ -34,13 +37,7 @@ def _window(fn: str, window_length: Any, periodic: Any, dtype: Any, device: Any,
         raise ValueError(f"{fn}: window_length={window_length} must be >= 0")
     if not isinstance(periodic, bool | np.bool_):
         raise TypeError(f"{fn}: periodic={periodic!r} must be a bool")
-    try:
-        dt = np.dtype(np.float32 if dtype is None else dtype)
-    except TypeError:
-        dt = None
-    if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise TypeError(f"{fn}: dtype={dtype!r} is not supported; a window has a float "
-                        "dtype (float32 or float64)")
+    dt = get_default_dtype() if dtype is None else check_dtype(fn, dtype)
     _device.check_device(fn, device)
     length = int(window_length)
     if length <= 1:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...default_dtype import get_default_dtype
 from ...tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
@@ -66,7 +67,7 @@ def get_total_norm(tensors: Any, norm_type: float = 2.0, error_if_nonfinite: boo
     tensors = _tensors(fn, tensors)
     p = _real(fn, "norm_type", norm_type)
     if not tensors:
-        return Tensor(np.float32(0.0))
+        return Tensor(np.zeros((), get_default_dtype()))
     dtype = np.result_type(*[t.data.dtype for t in tensors])
     total = _norm(np.array([_norm(t.data, p) for t in tensors]), p)
     if error_if_nonfinite and not math.isfinite(total):
