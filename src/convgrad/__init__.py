@@ -11,6 +11,9 @@ command); ``random`` holds the one seeded generator behind ``cg.manual_seed``.
 from __future__ import annotations
 
 from . import accelerator, backends, cuda, functional, linalg, ops
+
+# registers convgrad.autograd.functional (``from convgrad.autograd.functional import ...``)
+from . import autograd_functional as _autograd_functional  # noqa: F401
 from .autograd import (
     enable_grad,
     grad,

@@ -46,3 +46,13 @@ __all__ = [
     "is_anomaly_check_nan_enabled",
     "set_anomaly_enabled",
 ]
+
+
+def __getattr__(name: str):
+    # convgrad.autograd.functional builds Tensors, so it lives above the tensor layer
+    # (convgrad.autograd_functional) and is loaded by name on first use
+    if name == "functional":
+        import importlib
+
+        return importlib.import_module("convgrad.autograd_functional")
+    raise AttributeError(f"module 'convgrad.autograd' has no attribute {name!r}")

@@ -53,6 +53,12 @@ from .dropout import (
 )
 from .embedding import embedding
 from .embedding_bag import embedding_bag
+from .fractional_pooling import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from .grid_sample import affine_grid, grid_sample
 from .gumbel_softmax import gumbel_softmax
 from .interpolate import interpolate
@@ -150,4 +156,6 @@ __all__ = [
     "alpha_dropout", "feature_alpha_dropout", "multi_margin_loss", "multilabel_margin_loss",
     "bilinear", "rrelu",
     "gumbel_softmax", "pdist", "triplet_margin_with_distance_loss",
+    "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
 ]

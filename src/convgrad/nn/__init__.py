@@ -29,6 +29,7 @@ from .activation import (
     Tanhshrink,
     Threshold,
 )
+from .adaptive_softmax import AdaptiveLogSoftmaxWithLoss
 from .attention import MultiheadAttention, NonDynamicallyQuantizableLinear
 from .buffer import Buffer
 from .containers import ModuleDict, ModuleList
@@ -42,6 +43,7 @@ from .dropout import (
     FeatureAlphaDropout,
 )
 from .embedding import CosineSimilarity, Embedding, EmbeddingBag, PairwiseDistance
+from .fractional_pooling import FractionalMaxPool2d, FractionalMaxPool3d
 from .layers import (
     Bilinear,
     Flatten,
@@ -206,4 +208,5 @@ __all__ = [
     "LazyInstanceNorm3d", "UninitializedParameter", "UninitializedBuffer", "SyncBatchNorm",
     "DataParallel",
     "Buffer", "TripletMarginWithDistanceLoss",
+    "FractionalMaxPool2d", "FractionalMaxPool3d", "AdaptiveLogSoftmaxWithLoss",
 ]

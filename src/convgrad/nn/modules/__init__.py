@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from . import (  # noqa: F401
     activation,
+    adaptive,
     batchnorm,
     channelshuffle,
     container,
@@ -31,7 +32,8 @@ from . import (  # noqa: F401
 )
 from .module import Module
 
-__all__ = ["Module", "activation", "batchnorm", "channelshuffle", "container", "conv", "distance",
+__all__ = ["Module", "activation", "adaptive", "batchnorm", "channelshuffle", "container", "conv",
+           "distance",
            "dropout", "flatten", "fold", "instancenorm", "linear", "loss", "module",
            "normalization", "padding", "pixelshuffle", "pooling", "rnn", "sparse", "transformer",
            "upsampling"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..fractional_pooling import FractionalMaxPool2d, FractionalMaxPool3d
 from ..pooling import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
@@ -33,4 +34,5 @@ __all__ = ["_MaxPoolNd", "MaxPool1d", "MaxPool2d", "MaxPool3d", "_AvgPoolNd", "A
            "AvgPool2d", "AvgPool3d", "_AdaptiveAvgPoolNd", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "_AdaptiveMaxPoolNd", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "_MaxUnpoolNd", "MaxUnpool1d",
-           "MaxUnpool2d", "MaxUnpool3d", "_LPPoolNd", "LPPool1d", "LPPool2d", "LPPool3d"]
+           "MaxUnpool2d", "MaxUnpool3d", "_LPPoolNd", "LPPool1d", "LPPool2d", "LPPool3d",
+           "FractionalMaxPool2d", "FractionalMaxPool3d"]

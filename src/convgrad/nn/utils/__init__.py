@@ -1,11 +1,11 @@
 """``convgrad.nn.utils``: gradient clipping, flattening parameters to one vector, packed
 sequences (:mod:`.rnn`), parametrizations (:mod:`.parametrize`, :mod:`.parametrizations`),
-the hook-style ``weight_norm``/``spectral_norm``, batch-norm folding (:mod:`.fusion`) and
-``functional_call`` (:mod:`.stateless`)."""
+pruning (:mod:`.prune`), the hook-style ``weight_norm``/``spectral_norm``, batch-norm
+folding (:mod:`.fusion`) and ``functional_call`` (:mod:`.stateless`)."""
 
 from __future__ import annotations
 
-from . import fusion, parametrizations, parametrize, rnn, stateless
+from . import fusion, parametrizations, parametrize, prune, rnn, stateless
 from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grads_with_norm_, get_total_norm
 from .convert_parameters import parameters_to_vector, vector_to_parameters
 from .fusion import (
@@ -27,6 +27,6 @@ __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_
            "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format",
            "fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
            "fuse_linear_bn_weights", "fusion", "get_total_norm", "parameters_to_vector",
-           "parametrizations", "parametrize", "remove_spectral_norm", "remove_weight_norm",
-           "rnn", "skip_init", "spectral_norm", "stateless", "vector_to_parameters",
-           "weight_norm"]
+           "parametrizations", "parametrize", "prune", "remove_spectral_norm",
+           "remove_weight_norm", "rnn", "skip_init", "spectral_norm", "stateless",
+           "vector_to_parameters", "weight_norm"]
