@@ -182,49 +182,61 @@ def _copy(value: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- schedules
-class LambdaLR(LRScheduler):
-    """``lr = initial_lr * lr_lambda(epoch)``, one function for all groups or one per group.
-
-    ``state_dict`` keeps the attributes of callable objects (a plain function has no
-    state and is saved as ``None``), as torch does.
-    """
+class _LambdaScheduler(LRScheduler):
+    """A schedule driven by ``lr_lambda(epoch)``, one function for all groups or one per
+    group: the functions checked once, and ``state_dict`` keeping the attributes of
+    callable objects (a plain function has no state and is saved as ``None``), as torch."""
 
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list,
                  last_epoch: int = -1) -> None:
-        _optimizer("LambdaLR", optimizer)
-        lambdas = _per_group("LambdaLR", "lr_lambda", lr_lambda, optimizer)
+        name = type(self).__name__
+        _optimizer(name, optimizer)
+        lambdas = _per_group(name, "lr_lambda", lr_lambda, optimizer)
         for i, f in enumerate(lambdas):
             if not callable(f):
-                raise TypeError(f"LambdaLR: lr_lambda[{i}]={f!r} must be callable")
+                raise TypeError(f"{name}: lr_lambda[{i}]={f!r} must be callable")
         self.lr_lambdas = lambdas
         super().__init__(optimizer, last_epoch)
 
     _transient = ("optimizer", "lr_lambdas")
 
-    def get_lr(self) -> list[float]:
-        return [base * f(self.last_epoch) for f, base in zip(self.lr_lambdas, self.base_lrs)]
-
     def state_dict(self) -> dict[str, Any]:
         state = super().state_dict()
-        state["lr_lambdas"] = [None if _is_function(f) else dict(vars(f))
-                               for f in self.lr_lambdas]
+        state["lr_lambdas"] = _save_callables(self.lr_lambdas)
         return state
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         state = dict(state_dict)
         saved = state.pop("lr_lambdas", [None] * len(self.lr_lambdas))
         super().load_state_dict(state)
-        if len(saved) != len(self.lr_lambdas):
-            raise ValueError(f"LambdaLR.load_state_dict: {len(saved)} saved lr_lambdas, "
-                             f"{len(self.lr_lambdas)} here")
-        for f, attrs in zip(self.lr_lambdas, saved):
-            if attrs is not None:
-                vars(f).update(attrs)
+        _load_callables(f"{type(self).__name__}.load_state_dict", self.lr_lambdas, saved)
+
+
+class LambdaLR(_LambdaScheduler):
+    """``lr = initial_lr * lr_lambda(epoch)``, one function for all groups or one per group."""
+
+    def get_lr(self) -> list[float]:
+        return [base * f(self.last_epoch) for f, base in zip(self.lr_lambdas, self.base_lrs)]
 
 
 def _is_function(f: Any) -> bool:
     """A plain function (or builtin) carries no state worth saving; a callable object does."""
     return isinstance(f, types.FunctionType) or not hasattr(f, "__dict__")
+
+
+def _save_callables(fs: list) -> list:
+    """The state of each callable as torch saves it: a callable object's attributes, None
+    for a plain function."""
+    return [None if _is_function(f) else dict(vars(f)) for f in fs]
+
+
+def _load_callables(fn: str, fs: list, saved: Any) -> None:
+    if not isinstance(saved, list | tuple) or len(saved) != len(fs):
+        raise ValueError(f"{fn}: the state dict holds {saved!r}, expected a list of "
+                         f"{len(fs)} entries (None or a dict of attributes)")
+    for f, attrs in zip(fs, saved):
+        if attrs is not None:
+            vars(f).update(attrs)
 
 
 class StepLR(LRScheduler):
@@ -598,54 +610,14 @@ class ReduceLROnPlateau(LRScheduler):
 
 
 # ----------------------------------------------------------------------------- more schedules
-def _save_callables(fs: list) -> list:
-    """The state of each callable as torch saves it: a callable object's attributes, None
-    for a plain function."""
-    return [None if _is_function(f) else dict(vars(f)) for f in fs]
-
-
-def _load_callables(fn: str, fs: list, saved: Any) -> None:
-    if not isinstance(saved, list | tuple) or len(saved) != len(fs):
-        raise ValueError(f"{fn}: the state dict holds {saved!r}, expected a list of "
-                         f"{len(fs)} entries (None or a dict of attributes)")
-    for f, attrs in zip(fs, saved):
-        if attrs is not None:
-            vars(f).update(attrs)
-
-
-class MultiplicativeLR(LRScheduler):
+class MultiplicativeLR(_LambdaScheduler):
     """Multiply the current rate by ``lr_lambda(epoch)`` every step (one function for all
-    groups or one per group); the first rate is the initial one.  ``state_dict`` keeps the
-    attributes of callable objects (a plain function is saved as ``None``), as torch does.
-    """
-
-    def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | list,
-                 last_epoch: int = -1) -> None:
-        _optimizer("MultiplicativeLR", optimizer)
-        lambdas = _per_group("MultiplicativeLR", "lr_lambda", lr_lambda, optimizer)
-        for i, f in enumerate(lambdas):
-            if not callable(f):
-                raise TypeError(f"MultiplicativeLR: lr_lambda[{i}]={f!r} must be callable")
-        self.lr_lambdas = lambdas
-        super().__init__(optimizer, last_epoch)
-
-    _transient = ("optimizer", "lr_lambdas")
+    groups or one per group); the first rate is the initial one."""
 
     def get_lr(self) -> list[float]:
         if self._is_initial:
             return self._current()
         return [lr * f(self.last_epoch) for f, lr in zip(self.lr_lambdas, self._current())]
-
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
-        state["lr_lambdas"] = _save_callables(self.lr_lambdas)
-        return state
-
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        state = dict(state_dict)
-        saved = state.pop("lr_lambdas", [None] * len(self.lr_lambdas))
-        super().load_state_dict(state)
-        _load_callables("MultiplicativeLR.load_state_dict", self.lr_lambdas, saved)
 
 
 class ConstantLR(LRScheduler):
