@@ -48,15 +48,16 @@ def test_convert_sync_batchnorm_keeps_the_parameters_and_buffers():
 
 def test_data_parallel_runs_the_module_with_torchs_keys():
     torch.manual_seed(0)
-    inner = torch.nn.Linear(3, 2)
+    inner = torch.nn.Linear(3, 2, dtype=torch.float64)
     theirs = torch.nn.DataParallel(inner)
-    ours = cg.nn.DataParallel(cg.nn.Linear(3, 2))
+    ours = cg.nn.DataParallel(cg.nn.Linear(3, 2, dtype=cg.float64))
     assert list(ours.state_dict()) == list(theirs.state_dict()) == ["module.weight",
                                                                     "module.bias"]
     ours.load_state_dict({k: v.detach().numpy() for k, v in theirs.state_dict().items()})
-    x = np.random.default_rng(1).standard_normal((4, 3)).astype(np.float32)
+    x = np.random.default_rng(1).standard_normal((4, 3))  # float64: the same module, exactly
     np.testing.assert_allclose(ours(cg.tensor(x)).numpy(),
-                               theirs(torch.tensor(x)).detach().numpy(), rtol=1e-6, atol=1e-6)
+                               theirs(torch.tensor(x)).detach().numpy(), rtol=1e-13,
+                               atol=1e-15)
     assert repr(ours) == repr(theirs) and ours.device_ids == []
     assert cg.nn.parallel.DataParallel is cg.nn.DataParallel
     with pytest.raises(TypeError, match="DataParallel: module"):
