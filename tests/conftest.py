@@ -3,10 +3,18 @@
 The fuzz tests take ``max_examples`` from the loaded profile (torch: 1x for convolution
 and 1x for transposed convolution, JAX: 1/2x), so "thorough" runs 8,000 + 8,000 + 4,000
 draws.  Pick a profile with ``pytest --hypothesis-profile=thorough``.  The ``backend`` fixture
-runs a test module's tests with oneDNN and again on the NumPy engine alone.
+runs a test module's tests with oneDNN and again on the NumPy engine alone.  The suite
+compiles the Numba loops in its process (``CONVGRAD_JIT_BUILD=inline``).
 """
 
+import os
+
 from hypothesis import HealthCheck, settings
+
+# the suite compiles the loops it calls in its own process (a fresh checkout has none
+# built: by default a process would run without them while a builder compiles them, and
+# the tests that assert a loop ran would not see it); tests of that default unset it
+os.environ.setdefault("CONVGRAD_JIT_BUILD", "inline")
 
 # the backend fixture below holds for a whole fuzz test, all its draws: as intended
 _ONCE = [HealthCheck.function_scoped_fixture]

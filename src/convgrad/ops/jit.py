@@ -4,7 +4,9 @@ convolutions (:mod:`.direct`) and the norm family's fused chunk passes
 
 Optional: without it (or with ``CONVGRAD_DISABLE_NUMBA=1``) nothing selects those loops.
 Imported on first use, not with convgrad: importing it and loading the loops from Numba's
-disk cache costs 0.5 s (compiling them, the first time, 20-30 s).  :func:`warm_up`, called
+disk cache costs 0.5 s.  Compiling them (every module's: about 120 s) is a builder
+process's work, once per install (:mod:`.jit_build`): a process that finds them unbuilt
+starts it and runs without them.  :func:`warm_up`, called
 where a network is built (each layer names the kernel modules it calls; an optimiser),
 does it on a background thread: a ResNet-18's first training step took 0.92 s with the
 loading in it, 0.42 s without (torch: 0.29 s).  The thread is not a daemon: a script that
@@ -21,9 +23,9 @@ import numpy as np
 
 from .parallel import run_chunks
 
-__all__ = ["PARALLEL_MIN_SIZE", "after_fork_in_child", "compiled", "enabled", "exercise",
-           "loader", "lock", "numba", "parallel_launched", "run_rows", "set_threads",
-           "thread_safe", "wait_for_warm_up", "warm_up"]
+__all__ = ["PARALLEL_MIN_SIZE", "after_fork_in_child", "compile_here", "compiled", "enabled",
+           "enabled_by_environment", "exercise", "loader", "lock", "numba", "parallel_launched",
+           "run_rows", "set_threads", "thread_safe", "wait_for_warm_up", "warm_up"]
 
 _numba = None  # the numba module once imported, False when it is not installed
 _layer: list = []  # the threading layer Numba chose, once known
@@ -38,6 +40,8 @@ _worker: list[threading.Thread] = []  # the warm-up's thread, once started
 _failed: list = []  # [True] once a loader or an exercise raised on the thread
 _serving = threading.Lock()  # guards the five lists above
 _forked_off: list = []  # [True] in a forked child where Numba's OpenMP threads were started
+_usable: list = []  # [bool] once decided: the loops' machine code may run in this process
+_deciding = threading.Lock()  # guards _usable
 
 
 def numba():
@@ -53,11 +57,33 @@ def numba():
     return _numba or None
 
 
-def enabled() -> bool:
+def enabled_by_environment() -> bool:
     """Numba is installed, not disabled by ``CONVGRAD_DISABLE_NUMBA``, and not off in a
     forked child (:func:`after_fork_in_child`)."""
     return (not _forked_off and os.environ.get("CONVGRAD_DISABLE_NUMBA", "") in ("", "0")
             and numba() is not None)
+
+
+def enabled() -> bool:
+    """The loops run in this process: :func:`enabled_by_environment`, and their machine
+    code is built (:func:`.jit_build.loops_usable`, decided once per process: while a
+    builder process compiles them, this one runs without them throughout)."""
+    if not enabled_by_environment():
+        return False
+    if not _usable:
+        from .jit_build import loops_usable
+
+        with _deciding:
+            if not _usable:
+                _usable.append(loops_usable(numba()))
+    return _usable[0]
+
+
+def compile_here() -> None:
+    """From now on this process runs the loops, compiling any not in Numba's cache (the
+    builder; :func:`.jit_build.ensure_built`)."""
+    with _deciding:
+        _usable[:] = [True]
 
 
 #: Elements from which a kernel's ``prange`` loop runs on every thread (the pool's
@@ -183,8 +209,8 @@ def after_fork_in_child() -> None:
     layer is OpenMP and was started, Numba's loops are off (GNU OpenMP cannot start threads
     in a forked child, and Numba ends such a child rather than hang): every loader returns
     None and :func:`enabled` False, so the NumPy and oneDNN kernels run."""
-    global lock, _serving
-    lock, _serving = threading.RLock(), threading.Lock()
+    global lock, _serving, _deciding
+    lock, _serving, _deciding = threading.RLock(), threading.Lock(), threading.Lock()
     _worker.clear()  # the parent's thread is not in the child
     if parallel_launched() and _numba.threading_layer() == "omp":
         _forked_off.append(True)

@@ -1,0 +1,269 @@
+"""Where the compiled loops' machine code comes from: Numba's disk cache, filled once per
+install by a builder process of its own, never by a user's training step.
+
+Numba compiles a loop on its first call and keeps the machine code in its disk cache
+(``__pycache__`` beside the sources, or ``NUMBA_CACHE_DIR``); loading it from there takes
+10-50 ms a loop, compiling it 0.3-30 s (every module's loops: about 120 s of one core of
+an AMD EPYC).  Compiled in the process that needs them, a small classifier's first
+training step waited 41 s for its own loops after an install, against torch's 0.1 s.
+
+So a process decides once, when it first asks for the loops (:func:`loops_usable`):
+
+* a *stamp* for this build (the loop modules' files as Numba keys its cache: name, size
+  and modification time; the Numba and Python versions; the CPU) is in the cache
+  directory: the loops are built, the process loads them;
+* no stamp: the process starts this module as a builder (:func:`start_builder`: one at a
+  time, under a file lock; at the lowest priority; in a process group of its own, so it
+  finishes after a short script) and, until it ends, runs as with ``CONVGRAD_DISABLE_NUMBA=1``:
+  the NumPy and oneDNN kernels, every step the same algorithms, deterministic.  The next
+  process finds the stamp.  A build that failed leaves its traceback beside the stamp
+  and is not started again for this build (a warning names the file);
+* ``CONVGRAD_JIT_BUILD=inline``: the process compiles what it calls itself, as Numba
+  would (the builder, the test suite and ``convgrad bench`` run so; so does a process
+  whose cache directory it cannot write, or without ``fcntl``'s locks).
+
+:func:`build` is the builder's work (also called in the process by :func:`ensure_built`,
+which ``convgrad bench`` runs first): load every module's loops and run every registered
+exercise (:func:`.jit.exercise`), then write the stamp.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import os
+import pkgutil
+import platform
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+import warnings
+from pathlib import Path
+
+__all__ = ["MODE_ENV", "MODES", "build", "builder", "ensure_built", "loops_usable",
+           "paths", "start_builder"]
+
+#: the environment variable choosing how a process without built loops gets them
+MODE_ENV = "CONVGRAD_JIT_BUILD"
+#: its values: ``background`` (the default) or ``inline``
+MODES = ("background", "inline")
+#: the builder's priority (``nice``): it runs beside the training that started it
+BUILDER_NICE = 19
+
+_builder: list = []  # the builder process this process started (subprocess.Popen)
+_warned: list = []  # [True] once a failed build was warned about
+
+
+def mode() -> str:
+    """``CONVGRAD_JIT_BUILD``, checked (unset or empty: ``background``)."""
+    value = os.environ.get(MODE_ENV, "") or "background"
+    if value not in MODES:
+        raise ValueError(f"{MODE_ENV}={value!r}: expected one of {', '.join(MODES)}")
+    return value
+
+
+def _cache_dir(numba) -> Path:
+    """The directory Numba caches this package's loops in (all of them live in ``ops``)."""
+    def anchor(x):
+        return x
+
+    return Path(numba.njit(cache=True)(anchor)._cache._cache_path)
+
+
+def _key(numba) -> str:
+    """What a build's machine code depends on, hashed: the ``ops`` modules' files as Numba
+    stamps its cache (name, size, modification time), Numba's and Python's versions and
+    the CPU Numba compiles for."""
+    import llvmlite.binding as llvm
+
+    h = hashlib.sha256()
+    for part in (numba.__version__, sys.version, platform.machine(),
+                 llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()):
+        h.update(part.encode() + b"\0")
+    here = Path(__file__).resolve().parent
+    for f in sorted(here.glob("*.py")):
+        st = f.stat()
+        h.update(f"{f.name} {st.st_size} {st.st_mtime_ns}\0".encode())
+    return h.hexdigest()[:20]
+
+
+def paths(numba) -> dict[str, Path]:
+    """``{"dir", "stamp", "failed", "lock", "log"}``: the build's files in Numba's cache
+    directory."""
+    d = _cache_dir(numba)
+    name = f"convgrad-loops-{_key(numba)}"
+    return {"dir": d, "stamp": d / f"{name}.built", "failed": d / f"{name}.failed",
+            "lock": d / "convgrad-loops.lock", "log": d / f"{name}.log"}
+
+
+def _writable(d: Path) -> bool:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(d, os.W_OK)
+
+
+def loops_usable(numba) -> bool:
+    """Whether this process may run the compiled loops (decided once, by :mod:`.jit`):
+    inline mode, or a stamp for this build; else a builder is started (unless one runs
+    or this build failed) and the answer is False."""
+    if mode() == "inline":
+        return True
+    try:
+        import fcntl  # noqa: F401 (the builders' lock)
+    except ImportError:
+        return True
+    p = paths(numba)
+    if p["stamp"].exists():
+        return True
+    if not _writable(p["dir"]):
+        return True  # no stamp can be written: compiled here, as Numba would
+    if p["failed"].exists():
+        if not _warned:
+            _warned.append(True)
+            warnings.warn(f"convgrad: building the compiled loops failed (see {p['failed']});"
+                          " running the NumPy and oneDNN kernels instead", RuntimeWarning,
+                          stacklevel=3)
+        return False
+    if start_builder(p) is not None:
+        logging.getLogger("convgrad").info(
+            "convgrad: compiling the Numba loops in a background process (once per install; "
+            "log: %s); this process runs the NumPy and oneDNN kernels", p["log"])
+    return False
+
+
+def _locked(lock_path: Path):
+    """The lock file, open and locked (exclusive), or None when another process holds it."""
+    import fcntl
+
+    f = open(lock_path, "a")  # noqa: SIM115 (held until released by the caller)
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        return None
+    return f
+
+
+def start_builder(p: dict[str, Path]) -> subprocess.Popen | None:
+    """Start ``python -m convgrad.ops.jit_build`` for this build unless a builder holds the
+    lock; its output goes to the build's log.  Returns the process (None if one ran)."""
+    held = _locked(p["lock"])
+    if held is None:
+        return None
+    held.close()  # released: the builder takes it (a second builder started meanwhile exits)
+    env = dict(os.environ)
+    env[MODE_ENV] = "inline"
+    # one thread: the exercises' parallel loops would leave OpenMP threads spinning on the
+    # cores the training runs on (the machine code does not depend on the count)
+    env["NUMBA_NUM_THREADS"] = env["OMP_NUM_THREADS"] = "1"
+    root = str(Path(__file__).resolve().parents[2])  # the directory holding convgrad
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    with open(p["log"], "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "convgrad.ops.jit_build", str(p["stamp"])],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                env=env, close_fds=True)
+    _builder[:] = [proc]
+    threading.Thread(target=proc.wait, name="convgrad-jit-builder", daemon=True).start()
+    return proc
+
+
+def builder() -> subprocess.Popen | None:
+    """The builder process this process started, if any."""
+    return _builder[0] if _builder else None
+
+
+def _import_all() -> None:
+    """Import every module of ``convgrad.ops`` (each registers its loops and exercises)."""
+    from convgrad import ops
+
+    for info in pkgutil.walk_packages(ops.__path__, ops.__name__ + "."):
+        if info.name.split(".")[-1] != "__main__":
+            importlib.import_module(info.name)
+
+
+def build(stamp: Path | str) -> bool:
+    """Compile (or load) every registered module's loops and run every exercise in this
+    process, then write ``stamp``; a failure writes its traceback beside it and raises.
+    Returns False without building when another process holds the builders' lock."""
+    from . import jit
+
+    stamp = Path(stamp)
+    name = stamp.name[:-len(".built")] if stamp.name.endswith(".built") else stamp.name
+    held = _locked(stamp.parent / "convgrad-loops.lock")
+    if held is None:
+        return False
+    try:
+        if stamp.exists():
+            return True
+        jit.compile_here()
+        t0 = time.perf_counter()
+        try:
+            _import_all()
+            for load in list(jit._loaders):
+                load()
+            for run in list(jit._exercises):
+                run()
+        except Exception:
+            (stamp.parent / f"{name}.failed").write_text(traceback.format_exc())
+            raise
+        tmp = stamp.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"seconds": round(time.perf_counter() - t0, 1),
+                                   "exercises": len(jit._exercises)}))
+        os.replace(tmp, stamp)
+        return True
+    finally:
+        held.close()
+
+
+def ensure_built() -> float:
+    """Build the loops in this process unless they are built (waiting for a running
+    builder); from then on this process runs them.  Returns the seconds it took.  Nothing
+    in inline mode (the process compiles what it calls)."""
+    from . import jit
+
+    t0 = time.perf_counter()
+    numba = jit.numba()
+    if numba is None or not jit.enabled_by_environment() or mode() == "inline":
+        return 0.0
+    p = paths(numba)
+    if not _writable(p["dir"]):
+        jit.compile_here()
+        return 0.0
+    while not p["stamp"].exists():
+        if build(p["stamp"]):
+            break
+        time.sleep(0.2)  # another process builds: wait for it
+    jit.compile_here()
+    return time.perf_counter() - t0
+
+
+def _main(argv: list[str]) -> int:
+    os.environ[MODE_ENV] = "inline"
+    if len(argv) != 1:
+        print("usage: python -m convgrad.ops.jit_build STAMP", file=sys.stderr)
+        return 2
+    # a process group of its own in the same session: the script's Ctrl-C and hang-up
+    # do not reach it, and its nice value counts against the training's (a new session
+    # would be a new scheduler autogroup, which shares the CPU with the training equally:
+    # N1's step took 344 ms beside it against 80 at nice 19 in the same session)
+    for call in (lambda: os.setpgid(0, 0), lambda: os.nice(BUILDER_NICE),
+                 lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+                 lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)):
+        try:
+            call()
+        except (AttributeError, OSError, ValueError):
+            pass  # not on this platform
+    built = build(argv[0])
+    print("built" if built else "another process builds", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
