@@ -17,7 +17,7 @@ import pytest
 
 numba = pytest.importorskip("numba")
 
-from convgrad.ops import jit, jit_build  # noqa: E402
+from convgrad.ops import jit, jit_build, parallel  # noqa: E402
 
 #: one training step of a small classifier whose layers call compiled loops when they are
 #: usable (ReLU, the bias gradient's sums, the loss's log-softmax, Adam); prints what ran
@@ -42,7 +42,9 @@ h = hashlib.sha256()
 for p in model.parameters():
     h.update(np.ascontiguousarray(p.data).tobytes())
 b = jit_build.builder()
+from convgrad.ops import parallel
 print(json.dumps({"enabled": jit.enabled(), "params": h.hexdigest(),
+                  "threads": parallel.num_threads(),
                   "numba_ran": sorted({e.name for e in prof.events if e.algorithm == "numba"}),
                   "builder": b.pid if b else None}))
 """
@@ -74,8 +76,10 @@ def test_unbuilt_loops_run_as_numba_disabled_while_one_builder_compiles_them(tmp
     try:
         assert cold["enabled"] is False and cold["numba_ran"] == []
         assert cold["builder"] is not None
-        # exactly the kernels of a process with Numba off: the same bits
-        off = _run(tmp_path / "other", CONVGRAD_DISABLE_NUMBA="1")
+        # exactly the kernels of a process with Numba off, on the threads it left itself
+        # (one core fewer: the builder's): the same bits
+        off = _run(tmp_path / "other", CONVGRAD_DISABLE_NUMBA="1",
+                   CONVGRAD_NUM_THREADS=str(cold["threads"]))
         assert cold["params"] == off["params"]
         # a second process while the first builder works: none started
         again = _run(tmp_path / "cache")
@@ -89,6 +93,7 @@ def test_unbuilt_loops_run_as_numba_disabled_while_one_builder_compiles_them(tmp
     inline = _run(None, CONVGRAD_JIT_BUILD="inline")
     assert inline["enabled"] is True
     assert {"relu_forward", "relu_bias_backward", "adam"} <= set(inline["numba_ran"]), inline
+    assert cold["threads"] == max(1, inline["threads"] - 1)  # a core left to the builder
 
 
 @pytest.fixture
@@ -99,9 +104,10 @@ def files(tmp_path, monkeypatch):
     monkeypatch.setattr(jit_build, "paths", lambda numba: p)
     monkeypatch.delenv("CONVGRAD_JIT_BUILD", raising=False)
     monkeypatch.setattr(jit_build, "_warned", [])
-    started = []
-    monkeypatch.setattr(jit_build, "start_builder", lambda q: started.append(q) or "proc")
-    p["started"] = started
+    started, watched = [], []
+    monkeypatch.setattr(jit_build, "start_builder", lambda q, first=(): started.append(q) or "proc")
+    monkeypatch.setattr(jit_build, "_watch", lambda q, proc: watched.append(proc))
+    p["started"], p["watched"] = started, watched
     return p
 
 
@@ -113,7 +119,7 @@ def test_a_stamp_means_built(files):
 
 def test_no_stamp_starts_a_builder_and_runs_without_the_loops(files):
     assert jit_build.loops_usable(numba) is False
-    assert len(files["started"]) == 1
+    assert len(files["started"]) == 1 and files["watched"] == ["proc"]
 
 
 def test_a_failed_build_is_not_started_again_and_is_warned_once(files):
@@ -157,7 +163,15 @@ def _exercises(monkeypatch, *runs):
 
 def test_build_runs_every_exercise_then_writes_the_stamp(tmp_path, monkeypatch):
     ran = []
-    _exercises(monkeypatch, lambda: ran.append("a"), lambda: ran.append("b"))
+
+    def a():
+        ran.append("a")
+
+    def b():
+        ran.append("b")
+
+    a.kernel, b.kernel = "a", "b"
+    _exercises(monkeypatch, a, b)
     stamp = tmp_path / "convgrad-loops-x.built"
     assert jit_build.build(stamp) is True
     assert ran == ["a", "b"]
@@ -216,3 +230,73 @@ def test_ensure_built_waits_for_the_builder_then_runs_the_loops(tmp_path, monkey
     t.join()
     assert took >= 0.4 and ran == []  # waited, built nothing itself
     assert jit.enabled() is True
+
+
+class _Builder:
+    """A stand-in for the builder process: running until ``end``."""
+
+    def __init__(self):
+        self.ended = False
+
+    def poll(self):
+        return 0 if self.ended else None
+
+
+@pytest.fixture
+def watching(tmp_path, monkeypatch):
+    """A process without the loops that asked for kernel ``k``, its switch recorded."""
+    p = {"stamp": tmp_path / "b.built", "progress": tmp_path / "b.progress",
+         "lock": tmp_path / "convgrad-loops.lock"}
+    monkeypatch.setattr(jit_build, "POLL_S", 0.01)
+    monkeypatch.setattr(jit, "_requested", ["k"])
+    run = lambda: None  # noqa: E731
+    run.kernel = "k.part"
+    monkeypatch.setattr(jit, "_exercises", [run])
+    switched = []
+    monkeypatch.setattr(jit, "loops_built", lambda: switched.append(True))
+    monkeypatch.setattr(jit_build, "_watchers", [])
+    monkeypatch.setattr(parallel, "_reserved", [0])
+    p["switched"] = switched
+    return p
+
+
+def test_a_waiting_process_leaves_the_builder_a_core_and_switches_when_its_kernels_are_built(
+        watching):
+    proc = _Builder()
+    jit_build._watch(watching, proc)
+    try:
+        assert parallel._reserved == [1]
+        jit_build._write(watching["progress"], json.dumps(["other"]))
+        time.sleep(0.1)
+        assert watching["switched"] == [] and parallel._reserved == [1]
+        jit_build._write(watching["progress"], json.dumps(["other", "k.part"]))
+        jit_build.wait_for_builder(5)
+    finally:
+        proc.ended = True
+        jit_build.wait_for_builder(5)
+    assert watching["switched"] == [True] and parallel._reserved == [0]
+    assert json.loads(watching["progress"].with_suffix(".wanted").read_text()) == ["k"]
+
+
+def test_a_builder_that_ends_without_a_stamp_leaves_the_process_as_it_was(watching):
+    proc = _Builder()
+    jit_build._watch(watching, proc)
+    proc.ended = True
+    jit_build.wait_for_builder(5)
+    assert watching["switched"] == [] and parallel._reserved == [0]
+
+
+def test_the_builder_builds_the_waiting_process_kernels_first(tmp_path, monkeypatch):
+    ran = []
+
+    def ex(kernel):
+        def run():
+            ran.append(kernel)
+        run.kernel = kernel
+        return run
+
+    _exercises(monkeypatch, ex("a"), ex("b"), ex("c.x"), ex("c.y"))
+    (tmp_path / "convgrad-loops-x.wanted").write_text(json.dumps(["c"]))
+    assert jit_build.build(tmp_path / "convgrad-loops-x.built", first=("b",)) is True
+    assert ran == ["b", "c.x", "c.y", "a"]
+    assert json.loads((tmp_path / "convgrad-loops-x.progress").read_text()) == ran

@@ -24,8 +24,9 @@ import numpy as np
 from .parallel import run_chunks
 
 __all__ = ["PARALLEL_MIN_SIZE", "after_fork_in_child", "compile_here", "compiled", "enabled",
-           "enabled_by_environment", "exercise", "loader", "lock", "numba", "parallel_launched",
-           "run_rows", "set_threads", "thread_safe", "wait_for_warm_up", "warm_up"]
+           "enabled_by_environment", "exercise", "exercises_of", "loader", "lock", "loops_built",
+           "numba", "parallel_launched", "requested", "run_rows", "serves", "set_threads",
+           "thread_safe", "wait_for_warm_up", "warm_up"]
 
 _numba = None  # the numba module once imported, False when it is not installed
 _layer: list = []  # the threading layer Numba chose, once known
@@ -66,8 +67,8 @@ def enabled_by_environment() -> bool:
 
 def enabled() -> bool:
     """The loops run in this process: :func:`enabled_by_environment`, and their machine
-    code is built (:func:`.jit_build.loops_usable`, decided once per process: while a
-    builder process compiles them, this one runs without them throughout)."""
+    code is built (:func:`.jit_build.loops_usable`: while a builder process compiles
+    them, this one runs without them, until :func:`loops_built`)."""
     if not enabled_by_environment():
         return False
     if not _usable:
@@ -77,6 +78,16 @@ def enabled() -> bool:
             if not _usable:
                 _usable.append(loops_usable(numba()))
     return _usable[0]
+
+
+def loops_built() -> None:
+    """The builder finished (:mod:`.jit_build`): this process runs the loops from now on,
+    the requested modules' loaded on the warm-up thread.  Each kernel decides at its call,
+    so an operation's backward may run the loops where its forward did not, as under a
+    ``prefer`` that ends between them."""
+    with _deciding:
+        _usable[:] = [True]
+    warm_up()
 
 
 def compile_here() -> None:
@@ -170,11 +181,16 @@ def warm_up(*kernels: str) -> None:
     the convolutions on the other core 2-3x).  After a failure (a loop that does not
     compile) the thread is not started again: each kernel's own call meets it."""
     with _serving:
-        _requested.extend(name for name in kernels if name not in _requested)
+        new = [name for name in kernels if name not in _requested]
+        _requested.extend(new)
         if _failed:
             return
     with lock:  # a network built while the thread loads waits here, not in its first step
         if not enabled():
+            if new and enabled_by_environment():  # a builder may be at work: these next
+                from .jit_build import note_requests
+
+                note_requests(requested())
             return
     with _serving:
         if _worker:
@@ -244,9 +260,26 @@ def _next() -> Callable[[], object] | None:
     or one part of it)."""
     for name in _requested:
         for run in _exercises:
-            if run not in _exercised and name in (run.kernel, run.kernel.split(".")[0]):
+            if run not in _exercised and serves(run, name):
                 return run
     return None
+
+
+def serves(run: Callable[[], object], name: str) -> bool:
+    """Exercise ``run`` is one a request for kernel ``name`` runs (a module: all its
+    parts; ``module.part``: that part)."""
+    return name in (run.kernel, run.kernel.split(".")[0])
+
+
+def requested() -> tuple[str, ...]:
+    """The kernels layers and optimisers have asked :func:`warm_up` for, in order."""
+    with _serving:
+        return tuple(_requested)
+
+
+def exercises_of(kernels: tuple[str, ...]) -> set[str]:
+    """The kernel names of the registered exercises a request for ``kernels`` runs."""
+    return {run.kernel for run in _exercises if any(serves(run, k) for k in kernels)}
 
 
 def thread_safe() -> bool:

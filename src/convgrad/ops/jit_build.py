@@ -14,10 +14,12 @@ So a process decides once, when it first asks for the loops (:func:`loops_usable
   directory: the loops are built, the process loads them;
 * no stamp: the process starts this module as a builder (:func:`start_builder`: one at a
   time, under a file lock; at the lowest priority; in a process group of its own, so it
-  finishes after a short script) and, until it ends, runs as with ``CONVGRAD_DISABLE_NUMBA=1``:
-  the NumPy and oneDNN kernels, every step the same algorithms, deterministic.  The next
-  process finds the stamp.  A build that failed leaves its traceback beside the stamp
-  and is not started again for this build (a warning names the file);
+  finishes after a short script) and, until it ends, runs as with
+  ``CONVGRAD_DISABLE_NUMBA=1`` (the NumPy and oneDNN kernels) on one core fewer, which
+  the builder takes; when it has written the stamp, the process loads the loops and runs
+  them on every core (:func:`.jit.loops_built`).  Later processes find the stamp.  A
+  build that failed leaves its traceback beside the stamp and is not started again for
+  this build (a warning names the file);
 * ``CONVGRAD_JIT_BUILD=inline``: the process compiles what it calls itself, as Numba
   would (the builder, the test suite and ``convgrad bench`` run so; so does a process
   whose cache directory it cannot write, or without ``fcntl``'s locks).
@@ -46,17 +48,24 @@ import warnings
 from pathlib import Path
 
 __all__ = ["MODE_ENV", "MODES", "build", "builder", "ensure_built", "loops_usable",
-           "paths", "start_builder"]
+           "note_requests", "paths", "start_builder", "wait_for_builder"]
 
 #: the environment variable choosing how a process without built loops gets them
 MODE_ENV = "CONVGRAD_JIT_BUILD"
 #: its values: ``background`` (the default) or ``inline``
 MODES = ("background", "inline")
-#: the builder's priority (``nice``): it runs beside the training that started it
+#: the builder's priority (``nice``) once it has built what the waiting process asked
+#: for: from then on it runs beside that process's kernels on every core (before, at 0,
+#: on the core the process leaves it)
 BUILDER_NICE = 19
+#: seconds between a waiting process's looks at the builder's files
+POLL_S = 0.5
 
 _builder: list = []  # the builder process this process started (subprocess.Popen)
 _warned: list = []  # [True] once a failed build was warned about
+_watchers: list = []  # the thread waiting for the builder to end (_watch)
+_wanted: list = []  # the file telling the builder which kernels this process waits for
+_yield_when_served: list = []  # [True] in the builder until the waiting process is served
 
 
 def mode() -> str:
@@ -93,12 +102,13 @@ def _key(numba) -> str:
 
 
 def paths(numba) -> dict[str, Path]:
-    """``{"dir", "stamp", "failed", "lock", "log"}``: the build's files in Numba's cache
-    directory."""
+    """``{"dir", "stamp", "failed", "progress", "lock", "log"}``: the build's files in
+    Numba's cache directory."""
     d = _cache_dir(numba)
     name = f"convgrad-loops-{_key(numba)}"
     return {"dir": d, "stamp": d / f"{name}.built", "failed": d / f"{name}.failed",
-            "lock": d / "convgrad-loops.lock", "log": d / f"{name}.log"}
+            "progress": d / f"{name}.progress", "lock": d / "convgrad-loops.lock",
+            "log": d / f"{name}.log"}
 
 
 def _writable(d: Path) -> bool:
@@ -131,11 +141,68 @@ def loops_usable(numba) -> bool:
                           " running the NumPy and oneDNN kernels instead", RuntimeWarning,
                           stacklevel=3)
         return False
-    if start_builder(p) is not None:
+    from . import jit
+
+    proc = start_builder(p, jit.requested())
+    if proc is not None:
         logging.getLogger("convgrad").info(
             "convgrad: compiling the Numba loops in a background process (once per install; "
-            "log: %s); this process runs the NumPy and oneDNN kernels", p["log"])
+            "log: %s); until it ends this process runs the NumPy and oneDNN kernels", p["log"])
+    _watch(p, proc)
     return False
+
+
+def _watch(p: dict[str, Path], proc: subprocess.Popen | None) -> None:
+    """While the builder works (``proc``, or whichever process holds the builders' lock),
+    leave it a core; as soon as it has built the kernels this process asked for (its
+    progress file) or all of them (the stamp), switch this process to the loops."""
+    from . import jit, parallel
+
+    def wait() -> None:
+        try:
+            while True:
+                if p["stamp"].exists() or _covers(p["progress"]):
+                    jit.loops_built()
+                    return
+                if not _running(proc, p["lock"]):
+                    if p["stamp"].exists():
+                        jit.loops_built()
+                    return
+                time.sleep(POLL_S)
+        finally:
+            parallel.reserve_cores(0)
+
+    _wanted[:] = [p["progress"].with_suffix(".wanted")]
+    parallel.reserve_cores(1)
+    _watchers[:] = [threading.Thread(target=wait, name="convgrad-jit-watch", daemon=True)]
+    _watchers[0].start()
+    note_requests(jit.requested())
+
+
+def _running(proc: subprocess.Popen | None, lock: Path) -> bool:
+    if proc is not None:
+        return proc.poll() is None
+    held = _locked(lock)
+    if held is None:
+        return True
+    held.close()
+    return False
+
+
+def _covers(progress: Path) -> bool:
+    """The builder's progress file lists every exercise of the kernels this process asked
+    for (at least one)."""
+    from . import jit
+
+    done = set(_read(progress))
+    needed = jit.exercises_of(jit.requested())
+    return bool(needed) and needed <= done
+
+
+def wait_for_builder(timeout: float | None = None) -> None:
+    """Wait (at most ``timeout`` seconds) until this process has seen the builder end."""
+    if _watchers:
+        _watchers[0].join(timeout)
 
 
 def _locked(lock_path: Path):
@@ -151,9 +218,10 @@ def _locked(lock_path: Path):
     return f
 
 
-def start_builder(p: dict[str, Path]) -> subprocess.Popen | None:
+def start_builder(p: dict[str, Path], first: tuple = ()) -> subprocess.Popen | None:
     """Start ``python -m convgrad.ops.jit_build`` for this build unless a builder holds the
-    lock; its output goes to the build's log.  Returns the process (None if one ran)."""
+    lock, the kernels ``first`` (:func:`.jit.warm_up`'s names) built first; its output goes
+    to the build's log.  Returns the process (None if one ran)."""
     held = _locked(p["lock"])
     if held is None:
         return None
@@ -166,11 +234,11 @@ def start_builder(p: dict[str, Path]) -> subprocess.Popen | None:
     root = str(Path(__file__).resolve().parents[2])  # the directory holding convgrad
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     with open(p["log"], "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "convgrad.ops.jit_build", str(p["stamp"])],
+        proc = subprocess.Popen([sys.executable, "-m", "convgrad.ops.jit_build", str(p["stamp"]),
+                                 *first],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=env, close_fds=True)
     _builder[:] = [proc]
-    threading.Thread(target=proc.wait, name="convgrad-jit-builder", daemon=True).start()
     return proc
 
 
@@ -188,10 +256,12 @@ def _import_all() -> None:
             importlib.import_module(info.name)
 
 
-def build(stamp: Path | str) -> bool:
+def build(stamp: Path | str, first: tuple = ()) -> bool:
     """Compile (or load) every registered module's loops and run every exercise in this
-    process, then write ``stamp``; a failure writes its traceback beside it and raises.
-    Returns False without building when another process holds the builders' lock."""
+    process, those of the kernels ``first`` first, listing each one done in the progress
+    file beside ``stamp``; then write ``stamp``.  A failure writes its traceback beside it
+    and raises.  Returns False without building when another process holds the builders'
+    lock."""
     from . import jit
 
     stamp = Path(stamp)
@@ -208,18 +278,60 @@ def build(stamp: Path | str) -> bool:
             _import_all()
             for load in list(jit._loaders):
                 load()
-            for run in list(jit._exercises):
+            pending = dict.fromkeys(jit._exercises)  # in registration order, each once
+            done: list[str] = []
+            while pending:
+                # the kernels the waiting process has asked for by now, first
+                wanted = first + _read(stamp.parent / f"{name}.wanted")
+                run = next((r for k in wanted for r in pending if jit.serves(r, k)),
+                           next(iter(pending)))
+                del pending[run]
                 run()
+                done.append(run.kernel)
+                _write(stamp.parent / f"{name}.progress", json.dumps(done))
+                if _yield_when_served and jit.exercises_of(wanted) <= set(done):
+                    _yield_when_served.clear()  # the waiting process runs the loops now
+                    _nice(BUILDER_NICE)
         except Exception:
             (stamp.parent / f"{name}.failed").write_text(traceback.format_exc())
             raise
-        tmp = stamp.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"seconds": round(time.perf_counter() - t0, 1),
-                                   "exercises": len(jit._exercises)}))
-        os.replace(tmp, stamp)
+        _write(stamp, json.dumps({"seconds": round(time.perf_counter() - t0, 1),
+                                  "exercises": len(jit._exercises)}))
         return True
     finally:
         held.close()
+
+
+def _read(path: Path) -> tuple:
+    """A JSON list file's items (none when it is missing or being replaced)."""
+    try:
+        return tuple(json.loads(path.read_text()))
+    except (OSError, ValueError):
+        return ()
+
+
+def note_requests(kernels: tuple[str, ...]) -> None:
+    """Tell the builder this process waits for (if it waits) which kernels it has asked
+    for, so that it builds them next."""
+    if _watchers and _watchers[0].is_alive() and _wanted:
+        try:
+            _write(_wanted[0], json.dumps(list(kernels)))
+        except OSError:
+            pass  # only an order
+
+
+def _nice(n: int) -> None:
+    try:
+        os.nice(n)
+    except (AttributeError, OSError):
+        pass  # not on this platform
+
+
+def _write(path: Path, text: str) -> None:
+    """``text`` into ``path`` at once (a reader sees the old file or the new one)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def ensure_built() -> float:
@@ -246,21 +358,22 @@ def ensure_built() -> float:
 
 def _main(argv: list[str]) -> int:
     os.environ[MODE_ENV] = "inline"
-    if len(argv) != 1:
-        print("usage: python -m convgrad.ops.jit_build STAMP", file=sys.stderr)
+    if not argv:
+        print("usage: python -m convgrad.ops.jit_build STAMP [KERNEL ...]", file=sys.stderr)
         return 2
     # a process group of its own in the same session: the script's Ctrl-C and hang-up
     # do not reach it, and its nice value counts against the training's (a new session
     # would be a new scheduler autogroup, which shares the CPU with the training equally:
     # N1's step took 344 ms beside it against 80 at nice 19 in the same session)
-    for call in (lambda: os.setpgid(0, 0), lambda: os.nice(BUILDER_NICE),
+    _yield_when_served.append(True)
+    for call in (lambda: os.setpgid(0, 0),
                  lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
                  lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)):
         try:
             call()
         except (AttributeError, OSError, ValueError):
             pass  # not on this platform
-    built = build(argv[0])
+    built = build(argv[0], tuple(argv[1:]))
     print("built" if built else "another process builds", flush=True)
     return 0
 

@@ -28,16 +28,28 @@ _state: dict = {}
 _OMP_AT_START = os.environ.get("OMP_NUM_THREADS", "")  # read once, as OpenMP does
 _lock = threading.RLock()
 _depth = threading.local()  # .worker: this thread is one of the pool's
+_reserved = [0]  # cores left to another process (reserve_cores)
 _forked: list = []  # [True] in a forked child whose parent had started OpenMP's threads
 
 
 def num_threads() -> int:
     """Threads for a kernel: :func:`set_num_threads`'s count, else
     ``CONVGRAD_NUM_THREADS``, else ``OMP_NUM_THREADS`` as it was at import, else the
-    usable cores; 1 in a forked child whose parent had started OpenMP (see
-    :mod:`.fork`)."""
+    usable cores; less the cores :func:`reserve_cores` leaves to another process (at least
+    one); 1 in a forked child whose parent had started OpenMP (see :mod:`.fork`)."""
     if _forked:
         return 1
+    return max(1, _wanted() - _reserved[0])
+
+
+def reserve_cores(n: int) -> None:
+    """Leave ``n`` cores to another process from now on (0: none): the Numba loops'
+    builder while it compiles (:mod:`.jit_build`).  Beside kernels on every core it would
+    take a core their OpenMP threads wait for each other on: N1's step 76 -> 344 ms."""
+    _reserved[0] = n
+
+
+def _wanted() -> int:
     if "threads" in _state:
         return _state["threads"]
     for env in (os.environ.get("CONVGRAD_NUM_THREADS", ""), _OMP_AT_START):
@@ -167,6 +179,7 @@ def after_fork_in_child(one_thread: bool) -> None:
         except Exception:  # noqa: BLE001 (BLAS then keeps the child's count)
             pass
     _state.clear()
+    _reserved[0] = 0  # the parent's watch of a builder (jit_build) is not in the child
     if one_thread:
         _forked.append(True)
 
