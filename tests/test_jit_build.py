@@ -65,10 +65,11 @@ def _run(cache_dir, **env_changes):
 def _stop(pid):
     if pid is None:
         return
-    try:
-        os.killpg(pid, signal.SIGKILL)  # the builder leads a process group of its own
-    except ProcessLookupError:
-        pass
+    for kill in (os.killpg, os.kill):  # its own process group, once it has made it
+        try:
+            kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def test_unbuilt_loops_run_as_numba_disabled_while_one_builder_compiles_them(tmp_path):
