@@ -301,3 +301,16 @@ def test_the_builder_builds_the_waiting_process_kernels_first(tmp_path, monkeypa
     assert jit_build.build(tmp_path / "convgrad-loops-x.built", first=("b",)) is True
     assert ran == ["b", "c.x", "c.y", "a"]
     assert json.loads((tmp_path / "convgrad-loops-x.progress").read_text()) == ran
+
+
+def test_deterministic_algorithms_compile_here_rather_than_switch(files, monkeypatch):
+    import convgrad as cg
+
+    monkeypatch.setattr(jit_build, "_reproducible", [])
+    cg.use_deterministic_algorithms(True)
+    try:
+        assert jit_build.loops_usable(numba) is True
+        assert files["started"] == []
+    finally:
+        cg.use_deterministic_algorithms(False)
+    assert jit_build.loops_usable(numba) is False and len(files["started"]) == 1

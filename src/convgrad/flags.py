@@ -1,8 +1,11 @@
 """Process-wide switches that torch scripts set: deterministic algorithms and the float32
 matmul precision.
 
-convgrad's kernels are deterministic (the same inputs give the same bits on every run),
-so ``use_deterministic_algorithms`` only records its flag; and every float32 product is
+convgrad's kernels are deterministic (the same inputs give the same bits on every run).
+One exception: a process started before the Numba loops were built (the first run after
+an install) runs other kernels until they are, then switches to them
+(:mod:`convgrad.ops.jit_build`); ``use_deterministic_algorithms(True)`` makes it wait for
+the loops instead.  Every float32 product is
 computed in full float32 (never TF32 or bfloat16), whatever precision is asked for: the
 setting is recorded and read back, as torch's.
 """
@@ -28,11 +31,15 @@ _flags = _Flags()
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
-    """Record torch's deterministic-algorithms flag (convgrad's kernels always are)."""
+    """Record torch's deterministic-algorithms flag (convgrad's kernels always are); on,
+    the loops' first build is waited for rather than run beside (see the module)."""
     for name, v in (("mode", mode), ("warn_only", warn_only)):
         if not isinstance(v, bool):
             raise TypeError(f"use_deterministic_algorithms: {name}={v!r} must be a bool")
     _flags.deterministic, _flags.warn_only = mode, warn_only
+    from .ops.jit_build import require_reproducible
+
+    require_reproducible(mode)
 
 
 def are_deterministic_algorithms_enabled() -> bool:

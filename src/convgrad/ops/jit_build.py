@@ -20,9 +20,11 @@ So a process decides once, when it first asks for the loops (:func:`loops_usable
   them on every core (:func:`.jit.loops_built`).  Later processes find the stamp.  A
   build that failed leaves its traceback beside the stamp and is not started again for
   this build (a warning names the file);
-* ``CONVGRAD_JIT_BUILD=inline``: the process compiles what it calls itself, as Numba
-  would (the builder, the test suite and ``convgrad bench`` run so; so does a process
-  whose cache directory it cannot write, or without ``fcntl``'s locks).
+* ``CONVGRAD_JIT_BUILD=inline``, or ``use_deterministic_algorithms(True)`` (the switch
+  above makes a process's results depend on when the build ends): the process compiles
+  what it calls itself, as Numba would (the builder, the test suite and ``convgrad
+  bench`` run so; so does a process whose cache directory it cannot write, or without
+  ``fcntl``'s locks).
 
 :func:`build` is the builder's work (also called in the process by :func:`ensure_built`,
 which ``convgrad bench`` runs first): load every module's loops and run every registered
@@ -48,7 +50,8 @@ import warnings
 from pathlib import Path
 
 __all__ = ["MODE_ENV", "MODES", "build", "builder", "ensure_built", "loops_usable",
-           "note_requests", "paths", "start_builder", "wait_for_builder"]
+           "note_requests", "paths", "require_reproducible", "start_builder",
+           "wait_for_builder"]
 
 #: the environment variable choosing how a process without built loops gets them
 MODE_ENV = "CONVGRAD_JIT_BUILD"
@@ -66,6 +69,7 @@ _warned: list = []  # [True] once a failed build was warned about
 _watchers: list = []  # the thread waiting for the builder to end (_watch)
 _wanted: list = []  # the file telling the builder which kernels this process waits for
 _yield_when_served: list = []  # [True] in the builder until the waiting process is served
+_reproducible: list = []  # [True] under use_deterministic_algorithms(True)
 
 
 def mode() -> str:
@@ -123,7 +127,7 @@ def loops_usable(numba) -> bool:
     """Whether this process may run the compiled loops (decided once, by :mod:`.jit`):
     inline mode, or a stamp for this build; else a builder is started (unless one runs
     or this build failed) and the answer is False."""
-    if mode() == "inline":
+    if mode() == "inline" or _reproducible:
         return True
     try:
         import fcntl  # noqa: F401 (the builders' lock)
@@ -197,6 +201,15 @@ def _covers(progress: Path) -> bool:
     done = set(_read(progress))
     needed = jit.exercises_of(jit.requested())
     return bool(needed) and needed <= done
+
+
+def require_reproducible(on: bool) -> None:
+    """``on``: this process's kernels from now on give the bits of a process started after
+    the build (``use_deterministic_algorithms``): a process yet to decide compiles what it
+    calls itself, as inline; one running without the loops waits until it runs them."""
+    _reproducible[:] = [True] if on else []
+    if on:
+        wait_for_builder()
 
 
 def wait_for_builder(timeout: float | None = None) -> None:
