@@ -146,9 +146,11 @@ def test_an_unknown_mode_names_the_variable(files, monkeypatch):
 
 
 def test_the_decision_is_made_once_per_process(monkeypatch):
+    assert jit._build_rule[0] == (jit_build.loops_usable, jit_build.note_requests)
     calls = []
     monkeypatch.setattr(jit, "_usable", [])
-    monkeypatch.setattr(jit_build, "loops_usable", lambda nb: calls.append(1) or False)
+    monkeypatch.setattr(jit, "_build_rule", [(lambda nb: calls.append(1) or False,
+                                              lambda kernels: None)])
     assert jit.enabled() is False and jit.enabled() is False
     assert calls == [1]
     jit.compile_here()  # what the builder and ensure_built do

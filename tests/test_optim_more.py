@@ -13,8 +13,6 @@ import convgrad as cg  # noqa: E402
 from convgrad import nn  # noqa: E402
 
 SHAPES = [(33, 17), (64,), (5, 3, 3, 3), ()]
-# torch's vectorised CPU kernels fuse multiply-adds exactly as convgrad's float32 path does
-FUSED_CPU = torch.backends.cpu.get_cpu_capability() in ("AVX2", "AVX512")
 
 CONFIGS = [
     ("Adagrad", dict()),
@@ -126,9 +124,6 @@ def test_float32_within_twice_torchs_error(kind, kwargs):
     o_err = np.linalg.norm(np.concatenate([x.ravel() for x in ours]) - e) / np.linalg.norm(e)
     assert all(a.dtype == np.float32 for a in ours)
     assert o_err <= 2 * max(t_err, 2.0 ** -24), (kind, o_err, t_err)
-    if FUSED_CPU:  # the same operations: bit for bit but where torch's sqrt rounds otherwise
-        differ = sum(int((a != b).sum()) for a, b in zip(ours, theirs))
-        assert differ <= 0.01 * sum(a.size for a in ours), (kind, differ)
     _state_matches(opt.state_dict(), topt.state_dict(), np.float32)
 
 

@@ -22,6 +22,7 @@ from . import (  # noqa: F401 (each declares its kernel family)
 from .conv import conv_bias_grad, conv_forward, conv_input_grad, conv_weight_grad
 from .fork import install as _install_fork_hooks
 from .heap import decline_huge_pages, tune_malloc
+from .jit_build import loops_usable as _loops_usable  # noqa: F401 (sets jit's build rule)
 from .onednn import available as onednn_available
 from .registry import prefer
 from .spec import ConvSpec

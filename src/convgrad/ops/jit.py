@@ -25,7 +25,8 @@ from .parallel import run_chunks
 
 __all__ = ["PARALLEL_MIN_SIZE", "after_fork_in_child", "compile_here", "compiled", "enabled",
            "enabled_by_environment", "exercise", "exercises_of", "loader", "lock", "loops_built",
-           "numba", "parallel_launched", "requested", "run_rows", "serves", "set_threads",
+           "numba", "parallel_launched", "requested", "run_rows", "serves", "set_build_rule",
+           "set_threads",
            "thread_safe", "wait_for_warm_up", "warm_up"]
 
 _numba = None  # the numba module once imported, False when it is not installed
@@ -43,6 +44,7 @@ _serving = threading.Lock()  # guards the five lists above
 _forked_off: list = []  # [True] in a forked child where Numba's OpenMP threads were started
 _usable: list = []  # [bool] once decided: the loops' machine code may run in this process
 _deciding = threading.Lock()  # guards _usable
+_build_rule: list = []  # [(decide, note_requests)]: set_build_rule's
 
 
 def numba():
@@ -72,12 +74,18 @@ def enabled() -> bool:
     if not enabled_by_environment():
         return False
     if not _usable:
-        from .jit_build import loops_usable
-
         with _deciding:
             if not _usable:
-                _usable.append(loops_usable(numba()))
+                _usable.append(_build_rule[0][0](numba()) if _build_rule else True)
     return _usable[0]
+
+
+def set_build_rule(decide: Callable[[object], bool],
+                   note_requests: Callable[[tuple[str, ...]], None]) -> None:
+    """How this process learns whether the loops are built (:mod:`.jit_build` sets it when
+    it is imported, with :mod:`convgrad.ops`): ``decide(numba)``, asked once, and
+    ``note_requests(kernels)``, told each new request while the answer is no."""
+    _build_rule[:] = [(decide, note_requests)]
 
 
 def loops_built() -> None:
@@ -187,10 +195,8 @@ def warm_up(*kernels: str) -> None:
             return
     with lock:  # a network built while the thread loads waits here, not in its first step
         if not enabled():
-            if new and enabled_by_environment():  # a builder may be at work: these next
-                from .jit_build import note_requests
-
-                note_requests(requested())
+            if new and _build_rule and enabled_by_environment():  # a builder may be at work
+                _build_rule[0][1](requested())
             return
     with _serving:
         if _worker:

@@ -49,6 +49,8 @@ import traceback
 import warnings
 from pathlib import Path
 
+from . import jit, parallel
+
 __all__ = ["MODE_ENV", "MODES", "build", "builder", "ensure_built", "loops_usable",
            "note_requests", "paths", "require_reproducible", "start_builder",
            "wait_for_builder"]
@@ -145,8 +147,6 @@ def loops_usable(numba) -> bool:
                           " running the NumPy and oneDNN kernels instead", RuntimeWarning,
                           stacklevel=3)
         return False
-    from . import jit
-
     proc = start_builder(p, jit.requested())
     if proc is not None:
         logging.getLogger("convgrad").info(
@@ -160,8 +160,6 @@ def _watch(p: dict[str, Path], proc: subprocess.Popen | None) -> None:
     """While the builder works (``proc``, or whichever process holds the builders' lock),
     leave it a core; as soon as it has built the kernels this process asked for (its
     progress file) or all of them (the stamp), switch this process to the loops."""
-    from . import jit, parallel
-
     def wait() -> None:
         try:
             while True:
@@ -196,8 +194,6 @@ def _running(proc: subprocess.Popen | None, lock: Path) -> bool:
 def _covers(progress: Path) -> bool:
     """The builder's progress file lists every exercise of the kernels this process asked
     for (at least one)."""
-    from . import jit
-
     done = set(_read(progress))
     needed = jit.exercises_of(jit.requested())
     return bool(needed) and needed <= done
@@ -261,10 +257,9 @@ def builder() -> subprocess.Popen | None:
 
 
 def _import_all() -> None:
-    """Import every module of ``convgrad.ops`` (each registers its loops and exercises)."""
-    from convgrad import ops
-
-    for info in pkgutil.walk_packages(ops.__path__, ops.__name__ + "."):
+    """Import every module of this package (each registers its loops and exercises)."""
+    here = Path(__file__).resolve().parent
+    for info in pkgutil.walk_packages([str(here)], __package__ + "."):
         if info.name.split(".")[-1] != "__main__":
             importlib.import_module(info.name)
 
@@ -275,8 +270,6 @@ def build(stamp: Path | str, first: tuple = ()) -> bool:
     file beside ``stamp``; then write ``stamp``.  A failure writes its traceback beside it
     and raises.  Returns False without building when another process holds the builders'
     lock."""
-    from . import jit
-
     stamp = Path(stamp)
     name = stamp.name[:-len(".built")] if stamp.name.endswith(".built") else stamp.name
     held = _locked(stamp.parent / "convgrad-loops.lock")
@@ -351,8 +344,6 @@ def ensure_built() -> float:
     """Build the loops in this process unless they are built (waiting for a running
     builder); from then on this process runs them.  Returns the seconds it took.  Nothing
     in inline mode (the process compiles what it calls)."""
-    from . import jit
-
     t0 = time.perf_counter()
     numba = jit.numba()
     if numba is None or not jit.enabled_by_environment() or mode() == "inline":
@@ -390,6 +381,8 @@ def _main(argv: list[str]) -> int:
     print("built" if built else "another process builds", flush=True)
     return 0
 
+
+jit.set_build_rule(loops_usable, note_requests)
 
 if __name__ == "__main__":
     sys.exit(_main(sys.argv[1:]))
