@@ -605,7 +605,7 @@ def test_weighted_random_sampler_errors():
         W([0.0, 0.0], 2)
     with pytest.raises(ValueError, match="num_samples=3 exceeds the 2 indices"):
         W([1.0, 0.0, 2.0], 3, replacement=False)
-    with pytest.raises(TypeError, match="rng='x' must be a numpy Generator"):
+    with pytest.raises(TypeError, match="rng='x' must be a convgrad Generator, a numpy Generator"):
         W([1.0], 1, generator="x")
 
 

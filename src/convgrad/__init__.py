@@ -61,7 +61,7 @@ from .functional.conv import (
 from .ops.profiler import profile
 from .ops.workspace import get_workspace_limit, set_workspace_limit, workspace_limit
 from .random import initial_seed, manual_seed, seed
-from .rng_state import get_rng_state, set_rng_state
+from .rng_state import Generator, get_rng_state, set_rng_state
 from .tensor import (
     Tensor,
     arange,
@@ -215,7 +215,8 @@ __all__ = [
     "searchsorted", "bucketize", "isin", "unravel_index", "trapezoid", "trapz",
     "cumulative_trapezoid",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
-    "get_rng_state", "set_rng_state", "initial_seed", "seed", "use_deterministic_algorithms",
+    "get_rng_state", "set_rng_state", "Generator", "initial_seed", "seed",
+    "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "set_float32_matmul_precision", "get_float32_matmul_precision", "set_printoptions",
     "set_default_dtype", "get_default_dtype", "set_default_tensor_type",

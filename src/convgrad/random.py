@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["default_generator", "fork_rng", "generator", "initial_seed", "manual_seed", "seed"]
+__all__ = ["checked_seed", "default_generator", "fork_rng", "fresh_seed", "generator",
+           "initial_seed", "manual_seed", "seed"]
 
 
 def _fresh_seed() -> int:
@@ -35,11 +36,7 @@ def manual_seed(seed: int) -> np.random.Generator:
     calls draw the same numbers.
     """
     global _initial_seed
-    if isinstance(seed, bool) or not isinstance(seed, Integral):
-        raise TypeError(f"manual_seed: seed={seed!r} must be an int")
-    seed = int(seed)
-    if seed < 0:
-        raise ValueError(f"manual_seed: seed={seed} must be >= 0")
+    seed = checked_seed(seed, "manual_seed")
     _default.bit_generator.state = type(_default.bit_generator)(seed).state
     _initial_seed = seed
     return _default
@@ -64,14 +61,33 @@ def default_generator() -> np.random.Generator:
 
 
 def generator(rng: Any, fn: str) -> np.random.Generator:
-    """``rng`` as a Generator: ``None`` is the library's, an int seeds a new one."""
+    """``rng`` as a Generator: ``None`` is the library's, an int seeds a new one, a
+    ``cg.Generator`` (torch's class) draws from its own stream."""
     if rng is None:
         return _default
     if isinstance(rng, np.random.Generator):
         return rng
+    inner = getattr(rng, "numpy_generator", None)  # cg.Generator (rng_state.py)
+    if isinstance(inner, np.random.Generator):
+        return inner
     if isinstance(rng, Integral) and not isinstance(rng, bool):
         return np.random.default_rng(int(rng))
-    raise TypeError(f"{fn}: rng={rng!r} must be a numpy Generator, an int seed or None")
+    raise TypeError(f"{fn}: rng={rng!r} must be a convgrad Generator, a numpy Generator, "
+                    "an int seed or None")
+
+
+def checked_seed(seed: Any, fn: str) -> int:
+    """``seed`` as a non-negative int, or a TypeError/ValueError naming ``fn``."""
+    if isinstance(seed, bool) or not isinstance(seed, Integral):
+        raise TypeError(f"{fn}: seed={seed!r} must be an int")
+    if int(seed) < 0:
+        raise ValueError(f"{fn}: seed={int(seed)} must be >= 0")
+    return int(seed)
+
+
+def fresh_seed() -> int:
+    """A seed from OS entropy."""
+    return _fresh_seed()
 
 
 @contextmanager
