@@ -59,9 +59,8 @@ __all__ = ["MODE_ENV", "MODES", "build", "builder", "ensure_built", "loops_usabl
 MODE_ENV = "CONVGRAD_JIT_BUILD"
 #: its values: ``background`` (the default) or ``inline``
 MODES = ("background", "inline")
-#: the builder's priority (``nice``) once it has built what the waiting process asked
-#: for: from then on it runs beside that process's kernels on every core (before, at 0,
-#: on the core the process leaves it)
+#: the builder's priority (``nice``): the lowest, beside the training that started it (the
+#: core that process leaves it is idle; at 0 it switched N1 to the loops no sooner, ~45 s)
 BUILDER_NICE = 19
 #: seconds between a waiting process's looks at the builder's files
 POLL_S = 0.5
@@ -70,7 +69,6 @@ _builder: list = []  # the builder process this process started (subprocess.Pope
 _warned: list = []  # [True] once a failed build was warned about
 _watchers: list = []  # the thread waiting for the builder to end (_watch)
 _wanted: list = []  # the file telling the builder which kernels this process waits for
-_yield_when_served: list = []  # [True] in the builder until the waiting process is served
 _reproducible: list = []  # [True] under use_deterministic_algorithms(True)
 
 
@@ -295,9 +293,6 @@ def build(stamp: Path | str, first: tuple = ()) -> bool:
                 run()
                 done.append(run.kernel)
                 _write(stamp.parent / f"{name}.progress", json.dumps(done))
-                if _yield_when_served and jit.exercises_of(wanted) <= set(done):
-                    _yield_when_served.clear()  # the waiting process runs the loops now
-                    _nice(BUILDER_NICE)
         except Exception:
             (stamp.parent / f"{name}.failed").write_text(traceback.format_exc())
             raise
@@ -369,7 +364,7 @@ def _main(argv: list[str]) -> int:
     # do not reach it, and its nice value counts against the training's (a new session
     # would be a new scheduler autogroup, which shares the CPU with the training equally:
     # N1's step took 344 ms beside it against 80 at nice 19 in the same session)
-    _yield_when_served.append(True)
+    _nice(BUILDER_NICE)
     for call in (lambda: os.setpgid(0, 0),
                  lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
                  lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)):
