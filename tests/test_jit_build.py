@@ -206,10 +206,22 @@ def test_one_builder_at_a_time(tmp_path, monkeypatch):
     assert ran == [] and not (tmp_path / "convgrad-loops-x.built").exists()
 
 
-def test_the_builder_module_runs_as_a_program():
-    done = subprocess.run([sys.executable, "-m", "convgrad.ops.jit_build"], capture_output=True,
+def test_the_builders_program_runs_without_the_optional_libraries(tmp_path):
+    """The builder's own program, in a process where dask cannot be imported (the demo's
+    install has none): it imports every module that registers loops, and no other."""
+    done = subprocess.run([sys.executable, "-c", jit_build.BUILDER], capture_output=True,
                           text=True, timeout=120, check=False)
     assert done.returncode == 2 and "usage" in done.stderr
+    code = ("import sys; sys.modules['dask'] = None; sys.modules['dask.array'] = None\n"
+            "from convgrad.ops import jit, jit_build\n"
+            "jit_build._import_all()\n"
+            "print(sorted({r.__module__ for r in jit._exercises}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    modules = eval(out.stdout.strip().splitlines()[-1])
+    assert {"convgrad.ops.eltwise", "convgrad.ops.normalization", "convgrad.ops.update",
+            "convgrad.ops.softmax", "convgrad.ops.dispatch"} <= set(modules)
 
 
 def test_ensure_built_waits_for_the_builder_then_runs_the_loops(tmp_path, monkeypatch):

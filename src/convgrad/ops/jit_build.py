@@ -12,7 +12,7 @@ So a process decides once, when it first asks for the loops (:func:`loops_usable
 * a *stamp* for this build (the loop modules' files as Numba keys its cache: name, size
   and modification time; the Numba and Python versions; the CPU) is in the cache
   directory: the loops are built, the process loads them;
-* no stamp: the process starts this module as a builder (:func:`start_builder`: one at a
+* no stamp: the process starts a builder process (:func:`start_builder`: one at a
   time, under a file lock; at the lowest priority; in a process group of its own, so it
   finishes after a short script) and, until it ends, runs as with
   ``CONVGRAD_DISABLE_NUMBA=1`` (the NumPy and oneDNN kernels) on one core fewer, which
@@ -52,7 +52,7 @@ from pathlib import Path
 from . import jit, parallel
 
 __all__ = ["MODE_ENV", "MODES", "build", "builder", "ensure_built", "loops_usable",
-           "note_requests", "paths", "require_reproducible", "start_builder",
+           "main", "note_requests", "paths", "require_reproducible", "start_builder",
            "wait_for_builder"]
 
 #: the environment variable choosing how a process without built loops gets them
@@ -62,6 +62,8 @@ MODES = ("background", "inline")
 #: the builder's priority (``nice``): the lowest, beside the training that started it (the
 #: core that process leaves it is idle; at 0 it switched N1 to the loops no sooner, ~45 s)
 BUILDER_NICE = 19
+#: the builder's program (argv: the stamp, then the kernels to build first)
+BUILDER = "import sys; from convgrad.ops.jit_build import main; sys.exit(main(sys.argv[1:]))"
 #: seconds between a waiting process's looks at the builder's files
 POLL_S = 0.5
 
@@ -241,8 +243,7 @@ def start_builder(p: dict[str, Path], first: tuple = ()) -> subprocess.Popen | N
     root = str(Path(__file__).resolve().parents[2])  # the directory holding convgrad
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     with open(p["log"], "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "convgrad.ops.jit_build", str(p["stamp"]),
-                                 *first],
+        proc = subprocess.Popen([sys.executable, "-c", BUILDER, str(p["stamp"]), *first],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 env=env, close_fds=True)
     _builder[:] = [proc]
@@ -255,10 +256,12 @@ def builder() -> subprocess.Popen | None:
 
 
 def _import_all() -> None:
-    """Import every module of this package (each registers its loops and exercises)."""
+    """Import every module of this package's own directory (each registers its loops and
+    exercises there; the subpackages, ``onednn`` and ``dask``, have none, and ``dask``'s
+    library is optional)."""
     here = Path(__file__).resolve().parent
-    for info in pkgutil.walk_packages([str(here)], __package__ + "."):
-        if info.name.split(".")[-1] != "__main__":
+    for info in pkgutil.iter_modules([str(here)], __package__ + "."):
+        if not info.ispkg:
             importlib.import_module(info.name)
 
 
@@ -355,10 +358,12 @@ def ensure_built() -> float:
     return time.perf_counter() - t0
 
 
-def _main(argv: list[str]) -> int:
+def main(argv: list[str]) -> int:
+    """The builder process (:data:`BUILDER`): ``argv`` is the stamp to write, then the
+    kernels to build first."""
     os.environ[MODE_ENV] = "inline"
     if not argv:
-        print("usage: python -m convgrad.ops.jit_build STAMP [KERNEL ...]", file=sys.stderr)
+        print("usage: jit_build.main([STAMP, KERNEL, ...])", file=sys.stderr)
         return 2
     # a process group of its own in the same session: the script's Ctrl-C and hang-up
     # do not reach it, and its nice value counts against the training's (a new session
@@ -378,6 +383,3 @@ def _main(argv: list[str]) -> int:
 
 
 jit.set_build_rule(loops_usable, note_requests)
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))
