@@ -209,7 +209,8 @@ def require_reproducible(on: bool) -> None:
 
 
 def wait_for_builder(timeout: float | None = None) -> None:
-    """Wait (at most ``timeout`` seconds) until this process has seen the builder end."""
+    """Wait (at most ``timeout`` seconds) until this process's watch of the builder ends:
+    switched to the loops, or the builder gone without building them."""
     if _watchers:
         _watchers[0].join(timeout)
 
@@ -228,9 +229,9 @@ def _locked(lock_path: Path):
 
 
 def start_builder(p: dict[str, Path], first: tuple = ()) -> subprocess.Popen | None:
-    """Start ``python -m convgrad.ops.jit_build`` for this build unless a builder holds the
-    lock, the kernels ``first`` (:func:`.jit.warm_up`'s names) built first; its output goes
-    to the build's log.  Returns the process (None if one ran)."""
+    """Start a builder process (:data:`BUILDER`) for this build unless one holds the lock,
+    the kernels ``first`` (:func:`.jit.warm_up`'s names) built first; its output goes to
+    the build's log.  Returns the process (None if one ran)."""
     held = _locked(p["lock"])
     if held is None:
         return None
