@@ -26,8 +26,7 @@ from .parallel import run_chunks
 __all__ = ["PARALLEL_MIN_SIZE", "after_fork_in_child", "compile_here", "compiled", "enabled",
            "enabled_by_environment", "exercise", "exercises_of", "loader", "lock", "loops_built",
            "numba", "parallel_launched", "requested", "run_rows", "serves", "set_build_rule",
-           "set_threads",
-           "thread_safe", "wait_for_warm_up", "warm_up"]
+           "set_threads", "thread_safe", "wait_for_warm_up", "warm_up"]
 
 _numba = None  # the numba module once imported, False when it is not installed
 _layer: list = []  # the threading layer Numba chose, once known
@@ -89,7 +88,8 @@ def set_build_rule(decide: Callable[[object], bool],
 
 
 def loops_built() -> None:
-    """The builder finished (:mod:`.jit_build`): this process runs the loops from now on,
+    """The builder has built what this process asked for (:mod:`.jit_build`): this process
+    runs the loops from now on,
     the requested modules' loaded on the warm-up thread.  Each kernel decides at its call,
     so an operation's backward may run the loops where its forward did not, as under a
     ``prefer`` that ends between them."""
