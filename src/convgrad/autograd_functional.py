@@ -160,11 +160,8 @@ def jvp(func: Callable, inputs: Any, v: Any = None, create_graph: bool = False,
     fn = "jvp"
     create_graph, strict = _flags(fn, create_graph, strict)
     with enable_grad():
-        in_tuple, inputs = _as_tuple(fn, "inputs", inputs)
-        inputs = _prepare(inputs, create_graph)
-        v = _vector(fn, v, inputs, "inputs")
-        out_tuple, outputs = _call(fn, func, inputs)
-        _require_grad(fn, outputs, "output", strict)
+        in_tuple, inputs, v, out_tuple, outputs = _along(fn, func, inputs, v, create_graph,
+                                                         strict)
         dummies = tuple(zeros_like(o).requires_grad_(True) for o in outputs)
         back = _grad(outputs, inputs, dummies, create_graph=True)
         _require_grad(fn, back, "the gradient with respect to input", strict)
@@ -252,16 +249,27 @@ def hessian(func: Callable, inputs: Any, create_graph: bool = False, strict: boo
     return _unpack2(res, in_tuple, in_tuple)
 
 
+def _along(fn: str, func: Callable, inputs: Any, v: Any, create_graph: bool, strict: bool,
+           single_output: bool = False) -> tuple:
+    """A product along ``v`` in the inputs' space, set up (under ``enable_grad``): the
+    inputs checked and prepared, ``v`` checked against them, ``func`` called and its
+    outputs checked; ``(in_tuple, inputs, v, out_tuple, outputs)``."""
+    in_tuple, inputs = _as_tuple(fn, "inputs", inputs)
+    inputs = _prepare(inputs, create_graph)
+    v = _vector(fn, v, inputs, "inputs")
+    out_tuple, outputs = _call(fn, func, inputs)
+    if single_output:
+        _single_output(fn, outputs, out_tuple)
+    _require_grad(fn, outputs, "output", strict)
+    return in_tuple, inputs, v, out_tuple, outputs
+
+
 def _second_order(fn: str, func: Callable, inputs: Any, v: Any, create_graph: Any,
                   strict: Any, trick: bool) -> tuple:
     create_graph, strict = _flags(fn, create_graph, strict)
     with enable_grad():
-        in_tuple, inputs = _as_tuple(fn, "inputs", inputs)
-        inputs = _prepare(inputs, create_graph)
-        v = _vector(fn, v, inputs, "inputs")
-        out_tuple, outputs = _call(fn, func, inputs)
-        _single_output(fn, outputs, out_tuple)
-        _require_grad(fn, outputs, "output", strict)
+        in_tuple, inputs, v, out_tuple, outputs = _along(fn, func, inputs, v, create_graph,
+                                                         strict, single_output=True)
         jac = _grad(outputs, inputs, None, create_graph=True)
         _require_grad(fn, jac, "the jacobian with respect to input", strict)
         if trick:  # H v as the gradient, along v, of u -> u^T H (linear in u)

@@ -23,10 +23,10 @@ from .pooling import (
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
-    flat_gather,
     max_pool1d,
     max_pool2d,
     max_pool3d,
+    picked,
     pool_input,
 )
 
@@ -122,12 +122,7 @@ def _adaptive_max(fn: str, nd: int, input: Any, output_size: Any, return_indices
             res = (res[0].squeeze(0), res[1].squeeze(0)) if return_indices else res.squeeze(0)
         return res
     flat = pooling_kernels.adaptive_argmax(x.data, out)
-    y = flat_gather(x, flat)
-    if unbatched:
-        y, flat = y.squeeze(0), flat[0]
-    if return_indices:
-        return y, Tensor._wrap(flat)
-    return y
+    return picked(x, flat, unbatched, return_indices)
 
 
 def adaptive_max_pool1d(input: Any, output_size: Any, return_indices: bool = False) -> Any:

@@ -19,7 +19,7 @@ import numpy as np
 from ..random import default_generator
 from ..tensor import Tensor
 from .conv_args import per_dim
-from .pooling import flat_gather, pool_input
+from .pooling import picked, pool_input
 
 __all__ = ["fractional_max_pool2d", "fractional_max_pool2d_with_indices",
            "fractional_max_pool3d", "fractional_max_pool3d_with_indices"]
@@ -123,12 +123,7 @@ def _fractional_max_pool(fn: str, nd: int, input: Any, kernel_size: Any, output_
         np.copyto(best, vals[..., t], where=take)
         np.copyto(win, t, where=take)
     flat = np.take_along_axis(flat_taps, win[..., None], axis=-1)[..., 0]
-    y = flat_gather(x, flat)
-    if unbatched:
-        y, flat = y.squeeze(0), flat[0]
-    if return_indices:
-        return y, Tensor._wrap(flat)
-    return y
+    return picked(x, flat, unbatched, return_indices)
 
 
 def fractional_max_pool2d_with_indices(input: Any, kernel_size: Any, output_size: Any = None,

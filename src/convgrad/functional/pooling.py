@@ -167,6 +167,18 @@ def flat_gather(x: Tensor, flat: np.ndarray) -> Tensor:
     return x[(batch, channel) + np.unravel_index(flat, x.shape[2:])]
 
 
+def picked(x: Tensor, flat: np.ndarray, unbatched: bool, return_indices: Any) -> Any:
+    """A max pooling's result from its winners' flat offsets ``flat``: the gathered
+    values (:func:`flat_gather`), unbatched as the input was, with the offsets as an
+    index Tensor when ``return_indices``."""
+    y = flat_gather(x, flat)
+    if unbatched:
+        y, flat = y.squeeze(0), flat[0]
+    if return_indices:
+        return y, Tensor._wrap(flat)
+    return y
+
+
 def _max_pool(fn: str, nd: int, input: Any, kernel_size: Any, stride: Any, padding: Any,
               dilation: Any, ceil_mode: Any, return_indices: Any) -> Any:
     x, unbatched = pool_input(fn, input, nd)

@@ -231,21 +231,32 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` entries (a count, or a fraction of them) chosen at random."""
+class _Unstructured(BasePruningMethod):
+    """Prunes ``amount`` entries (a count, or a fraction of them), the first ``amount`` of
+    :meth:`_order` (flat positions)."""
 
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount: Any) -> None:
-        _check_amount(amount, "RandomUnstructured")
+        _check_amount(amount, type(self).__name__)
         self.amount = amount
 
     def compute_mask(self, t: np.ndarray, default_mask: np.ndarray) -> np.ndarray:
-        k = _n_to_prune(self.amount, t.size, "RandomUnstructured")
+        k = _n_to_prune(self.amount, t.size, type(self).__name__)
         mask = np.array(default_mask, copy=True)
         if k:
-            mask.reshape(-1)[default_generator().permutation(t.size)[:k]] = 0
+            mask.reshape(-1)[self._order(t)[:k]] = 0
         return mask
+
+    def _order(self, t: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes ``amount`` entries (a count, or a fraction of them) chosen at random."""
+
+    def _order(self, t: np.ndarray) -> np.ndarray:
+        return default_generator().permutation(t.size)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any  # type: ignore[override]
@@ -254,21 +265,11 @@ class RandomUnstructured(BasePruningMethod):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes the ``amount`` entries of smallest absolute value."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount: Any) -> None:
-        _check_amount(amount, "L1Unstructured")
-        self.amount = amount
-
-    def compute_mask(self, t: np.ndarray, default_mask: np.ndarray) -> np.ndarray:
-        k = _n_to_prune(self.amount, t.size, "L1Unstructured")
-        mask = np.array(default_mask, copy=True)
-        if k:
-            mask.reshape(-1)[np.argsort(np.abs(t).reshape(-1), kind="stable")[:k]] = 0
-        return mask
+    def _order(self, t: np.ndarray) -> np.ndarray:
+        return np.argsort(np.abs(t).reshape(-1), kind="stable")
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any,  # type: ignore[override]
