@@ -278,29 +278,40 @@ class L1Unstructured(_Unstructured):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes ``amount`` whole channels along ``dim``, chosen at random."""
+class _Structured(BasePruningMethod):
+    """Prunes ``amount`` whole channels along ``dim``: all but those :meth:`_kept` keeps."""
 
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount: Any, dim: int = -1) -> None:
-        _check_amount(amount, "RandomStructured")
+        fn = type(self).__name__
+        _check_amount(amount, fn)
         if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
-            raise TypeError(f"RandomStructured: dim={dim!r} must be an int")
+            raise TypeError(f"{fn}: dim={dim!r} must be an int")
         self.amount = amount
         self.dim = int(dim)
 
     def compute_mask(self, t: np.ndarray, default_mask: np.ndarray) -> np.ndarray:
-        fn = "RandomStructured"
+        fn = type(self).__name__
         _check_structured(t, fn)
         dim = _check_dim(self.dim, t.ndim, fn)
         size = t.shape[dim]
         k = _n_to_prune(self.amount, size, fn)
         if k == 0:
             return default_mask
+        return _channel_mask(t, dim, self._kept(t, dim, size, k), default_mask)
+
+    def _kept(self, t: np.ndarray, dim: int, size: int, k: int) -> np.ndarray:
+        raise NotImplementedError
+
+
+class RandomStructured(_Structured):
+    """Prunes ``amount`` whole channels along ``dim``, chosen at random."""
+
+    def _kept(self, t: np.ndarray, dim: int, size: int, k: int) -> np.ndarray:
         keep = np.ones(size, dtype=bool)
         keep[default_generator().permutation(size)[:k]] = False
-        return _channel_mask(t, dim, keep, default_mask)
+        return keep
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any,  # type: ignore[override]
@@ -323,33 +334,21 @@ def _ln_norm(t: np.ndarray, n: Any, axes: tuple) -> np.ndarray:
     return np.sum(a ** n, axis=axes) ** (1.0 / n)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_Structured):
     """Prunes the ``amount`` channels along ``dim`` of smallest L``n`` norm."""
-
-    PRUNING_TYPE = "structured"
 
     def __init__(self, amount: Any, n: Any, dim: int = -1) -> None:
         _check_amount(amount, "LnStructured")
         if not (n == "fro" or (isinstance(n, numbers.Real) and not isinstance(n, bool))):
             raise ValueError(f"LnStructured: n={n!r} must be a number, inf, -inf or 'fro'")
-        if isinstance(dim, bool) or not isinstance(dim, numbers.Integral):
-            raise TypeError(f"LnStructured: dim={dim!r} must be an int")
-        self.amount = amount
+        super().__init__(amount, dim)
         self.n = n
-        self.dim = int(dim)
 
-    def compute_mask(self, t: np.ndarray, default_mask: np.ndarray) -> np.ndarray:
-        fn = "LnStructured"
-        _check_structured(t, fn)
-        dim = _check_dim(self.dim, t.ndim, fn)
-        size = t.shape[dim]
-        k = _n_to_prune(self.amount, size, fn)
-        if k == 0:
-            return default_mask
+    def _kept(self, t: np.ndarray, dim: int, size: int, k: int) -> np.ndarray:
         norm = _ln_norm(t, self.n, tuple(d for d in range(t.ndim) if d != dim))
         keep = np.zeros(size, dtype=bool)
         keep[np.argsort(-norm, kind="stable")[:size - k]] = True
-        return _channel_mask(t, dim, keep, default_mask)
+        return keep
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: Any, n: Any,  # type: ignore[override]
