@@ -515,18 +515,20 @@ def _fft_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
 
 
 # ---- Winograd F(2x2, 3x3) (:mod:`.winograd`): unstrided 3x3 2-D convolutions, channels-last
-# The forward and the input gradient, when both the summed and the output channels are in
-# this range and there are at least WINOGRAD_MIN_TILES 2x2 output tiles: there its 16
-# products per tile (36 direct) beat oneDNN's direct kernels; with fewer channels the
-# transforms cost more than the products save, with more a block of tiles that fits the
-# core's cache is too few rows for an efficient product, and few tiles leave the threads
-# too little work.  Measured (ms, Winograd / oneDNN, a oneDNN convolution right before
-# each, channels-last, forward and input gradient): (16, 64, 32, 32) 64->64 4.63 / 5.55
-# and 4.79 / 5.55; (8, 64, 32, 32) 2.31 / 2.83 and 2.39 / 2.89; (8, 128, 64, 32) 4.67 /
-# 5.50 and 4.27 / 5.72; but (8, 128, 16, 16) 2.60 / 2.74 and 2.49 / 2.76 (512 tiles,
-# 1.05-1.08x in other runs), (4, 64, 16, 16) 0.49 / 0.41, 48 channels 1.77 / 1.62, 32
-# 3.25 / 2.76, 96 7.46 / 6.80, 256 3.89 / 2.67.  (The weight gradient has no Winograd
-# form here: see :mod:`.winograd`.)  Those were an AMD EPYC's (Zen 4: AVX-512 on 256-bit
+# Each pass (forward, input gradient, weight gradient) when both the input's and the
+# output's channels are in this range and there are at least WINOGRAD_MIN_TILES 2x2 output
+# tiles: there its 16 products per tile (36 direct) beat oneDNN's direct kernels; with
+# fewer channels the transforms cost more than the products save, with more a block of
+# tiles that fits the core's cache is too few rows for an efficient product, and few
+# tiles leave the threads too little work.  Measured (ms, Winograd / oneDNN, a oneDNN
+# convolution right before each, channels-last, forward and input gradient): (16, 64, 32,
+# 32) 64->64 4.63 / 5.55 and 4.79 / 5.55; (8, 64, 32, 32) 2.31 / 2.83 and 2.39 / 2.89;
+# (8, 128, 64, 32) 4.67 / 5.50 and 4.27 / 5.72; but (8, 128, 16, 16) 2.60 / 2.74 and 2.49
+# / 2.76 (512 tiles, 1.05-1.08x in other runs), (4, 64, 16, 16) 0.49 / 0.41, 48 channels
+# 1.77 / 1.62, 32 3.25 / 2.76, 96 7.46 / 6.80, 256 3.89 / 2.67.  The weight gradient, in
+# a network's step (its inputs cold in cache): (16, 64, 32, 32) 4.7-4.9 / 7.2-7.5, (8, 64,
+# 32, 32) 2.5-2.7 / 3.0-4.1; alone, (8, 128, 32, 32) 10.05 / 11.71, but (8, 128, 16, 16)
+# 3.91 / 3.02 (512 tiles).  Those were an AMD EPYC's (Zen 4: AVX-512 on 256-bit
 # units, oneDNN's direct kernels at 100-250 GFLOP/s).  On an Intel Xeon (AVX-512 on
 # 512-bit units, 2 MiB L2) the direct kernels run at NumPy's matmul ceiling (309 of 319
 # GFLOP/s) and Winograd, whose tile transforms are bound by memory, lost on every shape
@@ -565,23 +567,28 @@ def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tup
             or any(d != 1 for d in spec.kernel_dilation)
             or any(d != 1 for d in spec.input_dilation)):
         return None
-    if pass_ == Pass.WEIGHT_GRAD or rhs.shape[2:] != (3, 3) or not layouts.is_channels_last(lhs):
+    dw = pass_ == Pass.WEIGHT_GRAD
+    kernel, tiled = (out_shape, rhs.shape) if dw else (rhs.shape, out_shape)  # tiled: y or gx
+    if kernel[2:] != (3, 3) or not layouts.is_channels_last(lhs):
+        return None
+    if dw and not layouts.is_channels_last(rhs):
         return None
     if pinned is None:
         low, high = WINOGRAD_CHANNELS
-        if not all(low <= c <= high for c in (lhs.shape[1], out_shape[1])):
+        if not all(low <= c <= high for c in (lhs.shape[1], tiled[1])):
             return None
-        if out_shape[0] * prod(winograd.tiles(*out_shape[2:])) < WINOGRAD_MIN_TILES:
+        if tiled[0] * prod(winograd.tiles(*tiled[2:])) < WINOGRAD_MIN_TILES:
             return None
-    if winograd.workspace_bytes(lhs.shape, out_shape) > get_workspace_limit():
+    if winograd.workspace_bytes(lhs.shape, tiled, pass_) > get_workspace_limit():
         return None
     if not winograd.available():
         return None
-    out = layouts.empty(out_shape, channels_last=True)
+    out = np.empty(out_shape, np.float32) if dw else layouts.empty(out_shape, channels_last=True)
     if bias is not None and (pass_ != Pass.FORWARD or bias.dtype != np.float32):
         bias = None
     slope = relu_slope if pass_ == Pass.FORWARD else None
-    return Choice("winograd", None, arrays=(lhs, np.ascontiguousarray(rhs), out, bias),
+    rhs = rhs if dw else np.ascontiguousarray(rhs)  # gy stays channels-last
+    return Choice("winograd", None, arrays=(lhs, rhs, out, bias),
                   pass_=pass_, lo=tuple(p[0] for p in spec.padding), slope=slope,
                   fused_relu=slope is not None)
 

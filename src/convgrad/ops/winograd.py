@@ -3,22 +3,23 @@
 Each 2x2 block of outputs costs 16 multiplications per channel pair instead of 36: the
 input's 4x4 tiles and the kernel are transformed, multiplied pointwise in the tile
 domain (over the channels, 16 matmuls) and transformed back, block by block of tiles
-in compiled loops (:mod:`.winograd_loops`).  Two passes of a convolution:
+in compiled loops (:mod:`.winograd_loops`).  The three passes of a convolution:
 
 * forward: ``y = A^T [U * V(x)] A`` with ``U = G w G^T``, the bias and a (leaky) ReLU
   applied as the tiles are written;
 * input gradient: the forward of ``gy`` with the kernel's taps reversed and its channels
   swapped, padded by ``2 - lo`` (the adjoint of a stride-1 correlation is a correlation
-  with the reversed kernel).
+  with the reversed kernel);
+* weight gradient: ``gw = G^T [sum over tiles of V(x) * (A gy A^T)] G``, the adjoint of
+  the forward in the kernel.
 
 Accuracy: the transforms' coefficients are 0, +-1 and +-1/2, so they round only in their
-sums; the products' sums are cut into partial sums of at most :data:`CHANNEL_CHUNK`
-channels.  Both passes stay within torch's float32 error.  The weight gradient is not
-computed here: its Winograd form (``G^T [sum over tiles of V(x)^T (A gy A^T)] G``) was
-built and measured, 1.1-1.4x oneDNN's time at 64-128 channels and up to 2.5x torch's
-float32 error (its sums over tiles of transformed values).  Activations are
-channels-last, the weight C-contiguous; the caller (:func:`.dispatch.choose`) decides
-where it runs.
+sums; the forward's and input gradient's products are cut into partial sums of at most
+:data:`CHANNEL_CHUNK` channels; the weight gradient's products are summed in float32 over
+one block of tiles (about 128) and the blocks' sums in float64 (one float32 sum over all
+tiles had up to 2.5x torch's float32 error; per block, 0.5-0.9x).  All three passes stay
+within torch's float32 error.  Activations are channels-last, the weight C-contiguous;
+the caller (:func:`.dispatch.choose`) decides where it runs.
 """
 
 from __future__ import annotations
@@ -40,6 +41,16 @@ CHANNEL_CHUNK = 64
 # (32-tile products, short for BLAS), 512 KiB 2.93 / 3.09, 1 MiB 2.31 / 2.83, 2 MiB
 # 3.12 / 2.81 (out of the 1 MiB L2).
 BLOCK_BYTES = 1 << 20
+# Tiles per float32 sum of the weight gradient's products (the sums of those sums in
+# float64): SUM_TILES where a pass has at least MANY_TILES tiles, else SUM_TILES_FEW.
+# Against torch float32's error (same values, channels-last), sums of 128 tiles: 0.5-1.0x
+# from 2048 tiles up (1.4x once at 16 channels), but 1.7-2.2x at 256 tiles and 2.2-4x at
+# 72, where torch's own sums are short; sums of 16 tiles: 0.2-1.6x everywhere, at 1.5x
+# the time ((16, 64, 32, 32): 5.90 against 4.09 ms; BLAS's products over 16 rows are
+# short).
+SUM_TILES = 128
+SUM_TILES_FEW = 16
+MANY_TILES = 2048
 
 
 def available() -> bool:
@@ -66,11 +77,15 @@ def _row_bytes(summed: int, out_shape: tuple) -> int:
     return 64 * (parts * width + out_shape[1]) * tiles(*out_shape[2:])[1]
 
 
-def workspace_bytes(lhs_shape: tuple, out_shape: tuple) -> int:
-    """Bytes a pass allocates besides its output: the kernel's tiles, and each thread's
-    block (BLOCK_BYTES, or one row of tiles where a row is larger)."""
+def workspace_bytes(lhs_shape: tuple, out_shape: tuple, pass_: Pass = Pass.FORWARD) -> int:
+    """Bytes a pass allocates besides its output: the kernel's tiles (the weight
+    gradient: each thread's float64 sums of them), and each thread's block (BLOCK_BYTES,
+    or one row of tiles where a row is larger).  ``lhs_shape``: x or gy; ``out_shape``:
+    y, gx or, for the weight gradient, gy's."""
     parts, width = _chunks(lhs_shape[1])
     block = max(BLOCK_BYTES, _row_bytes(lhs_shape[1], out_shape))
+    if pass_ == Pass.WEIGHT_GRAD:
+        return num_threads() * (8 * 16 * lhs_shape[1] * out_shape[1] + block)
     return 4 * 16 * parts * width * out_shape[1] + num_threads() * block
 
 
@@ -84,11 +99,14 @@ def winograd_conv(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray
                   slope: float | None = None) -> int:
     """One pass of the 3x3 stride-1 convolution padded by ``lo`` (the low padding of
     each spatial dim; the high padding follows from the shapes) into ``out``:
-    ``forward`` (x, w -> y, plus ``bias``, then the (leaky) ReLU of ``slope`` if given)
-    or ``input_grad`` (gy, w -> gx).  Activations channels-last, the weight C-contiguous,
-    float32.  Returns the FLOPs of the products."""
+    ``forward`` (x, w -> y, plus ``bias``, then the (leaky) ReLU of ``slope`` if given),
+    ``input_grad`` (gy, w -> gx) or ``weight_grad`` (x, gy -> gw).  Activations
+    channels-last, the weight C-contiguous, float32.  Returns the FLOPs of the products."""
+    if pass_ == Pass.WEIGHT_GRAD:
+        return _weight_grad(lhs, rhs, out, lo)
     if pass_ not in (Pass.FORWARD, Pass.INPUT_GRAD):
-        raise ValueError(f"winograd_conv: pass_={pass_!r}; it runs forward and input_grad")
+        raise ValueError(f"winograd_conv: pass_={pass_!r}; it runs forward, input_grad "
+                         "and weight_grad")
     f = winograd_loops.loops()
     O, C = rhs.shape[:2]
     reverse = pass_ == Pass.INPUT_GRAD
@@ -108,3 +126,23 @@ def winograd_conv(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out: np.ndarray
         f["forward"](xs, U, b, slope is not None, 0.0 if slope is None else float(slope), ys,
                      lo[0], lo[1], rows)
     return 2 * 16 * N * th * tw * parts * width * n
+
+
+def _weight_grad(x: np.ndarray, gy: np.ndarray, gw: np.ndarray, lo: tuple) -> int:
+    """gw (O, C, 3, 3) of x and gy: each thread sums its blocks' tile products in
+    float64 (one accumulator per thread: the sums do not depend on the order the
+    threads run), then the kernel's transform."""
+    f = winograd_loops.loops()
+    C, O = x.shape[1], gy.shape[1]
+    N, _, Ho, Wo = gy.shape
+    th, tw = tiles(Ho, Wo)
+    threads = num_threads()
+    acc = np.zeros((threads, 16, C, O))
+    rows = max(1, BLOCK_BYTES // _row_bytes(C, gy.shape))
+    many = N * th * tw >= MANY_TILES
+    jit.set_threads(threads)
+    with single_threaded_blas():
+        f["weight_products"](_nhwc(x), _nhwc(gy), acc, lo[0], lo[1], rows,
+                                    SUM_TILES if many else SUM_TILES_FEW)
+        f["weight_tiles"](acc, gw)
+    return 2 * 16 * N * th * tw * C * O
