@@ -16,9 +16,9 @@ in compiled loops (:mod:`.winograd_loops`).  The three passes of a convolution:
 Accuracy: the transforms' coefficients are 0, +-1 and +-1/2, so they round only in their
 sums; the forward's and input gradient's products are cut into partial sums of at most
 :data:`CHANNEL_CHUNK` channels; the weight gradient's products are summed in float32 over
-one block of tiles (about 128) and the blocks' sums in float64 (one float32 sum over all
-tiles had up to 2.5x torch's float32 error; per block, 0.5-0.9x).  All three passes stay
-within torch's float32 error.  Activations are channels-last, the weight C-contiguous;
+:data:`SUM_TILES` tiles at a time and those sums in float64 (one float32 sum over all
+tiles had up to 2.5x torch's float32 error).  All three passes stay within torch's
+float32 error.  Activations are channels-last, the weight C-contiguous;
 the caller (:func:`.dispatch.choose`) decides where it runs.
 """
 
@@ -143,6 +143,6 @@ def _weight_grad(x: np.ndarray, gy: np.ndarray, gw: np.ndarray, lo: tuple) -> in
     jit.set_threads(threads)
     with single_threaded_blas():
         f["weight_products"](_nhwc(x), _nhwc(gy), acc, lo[0], lo[1], rows,
-                                    SUM_TILES if many else SUM_TILES_FEW)
+                             SUM_TILES if many else SUM_TILES_FEW)
         f["weight_tiles"](acc, gw)
     return 2 * 16 * N * th * tw * C * O
