@@ -56,12 +56,13 @@ class _ConvNd(Module):
         self.in_channels = _positive_int("in_channels", in_channels, fn)
         self.out_channels = _positive_int("out_channels", out_channels, fn)
         self.groups = _positive_int("groups", groups, fn)
-        # a network is being built: its kernels load (a fused ReLU and the bias gradient,
-        # layout copies, Winograd where it is the default; the direct loops where the
-        # dispatch may choose them, one channel in and out per group)
+        # a network is being built: its kernels load, in the order a first step meets
+        # them (a fused ReLU and the bias gradient, Winograd's forward where it is the
+        # default, sums, layout copies, Winograd's weight gradient; the direct loops where
+        # the dispatch may choose them, one channel in and out per group)
         one_channel = in_channels == out_channels == groups
-        jit.warm_up("eltwise", "reduction", "copy_loops", "dispatch",
-                    *(("direct",) if one_channel else ()))
+        jit.warm_up("eltwise", "dispatch.winograd", "reduction", "copy_loops",
+                    "dispatch.winograd_weight", *(("direct",) if one_channel else ()))
         onednn.warm_up()
         if in_channels % groups:
             raise ValueError(f"{fn}: groups={groups} must divide in_channels={in_channels}")

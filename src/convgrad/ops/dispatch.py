@@ -546,13 +546,22 @@ def winograd_by_default() -> bool:
     return cpu.vendor() in WINOGRAD_VENDORS
 
 
-@jit.exercise
+@jit.exercise(kernel="dispatch.winograd")
 def _exercise_winograd() -> None:
     """Winograd's loops loaded in the background warm-up where it is chosen by default
     (elsewhere a pin loads them on first use: the warm-up's ~70 ms of loading them ran
     beside a network's first step for nothing)."""
     if winograd_by_default():
         winograd_loops.exercise()
+
+
+@jit.exercise(kernel="dispatch.winograd_weight")
+def _exercise_winograd_weight() -> None:
+    """Its weight gradient's loops, a part of their own: a first step's forward waits
+    for the forward's loops only (45-55 ms of loading in N1's first step, against 50-70
+    with all four)."""
+    if winograd_by_default():
+        winograd_loops.exercise_weight()
 
 
 def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,

@@ -303,8 +303,8 @@ loops = jit.compiled(_compile)
 
 
 def exercise() -> None:
-    """Each loop once on tiny arrays of the argument types of real calls (the warm-up runs
-    it where the dispatch may choose Winograd by default: :mod:`.dispatch`)."""
+    """The forward's loops once on tiny arrays of the argument types of real calls (the
+    warm-up runs it where the dispatch may choose Winograd by default: :mod:`.dispatch`)."""
     f = loops()
     if f is None:
         return
@@ -314,6 +314,15 @@ def exercise() -> None:
     f["kernel_tiles"](w, U, False)
     f["forward"](x, U, np.zeros(2, np.float32), False, 0.0, np.empty((1, 2, 2, 2), np.float32),
                  1, 1, 1)
+
+
+def exercise_weight() -> None:
+    """The weight gradient's loops once on tiny arrays (a step's backward needs them
+    after its forward has run: the warm-up loads them after :func:`exercise`'s)."""
+    f = loops()
+    if f is None:
+        return
+    x = np.zeros((1, 2, 2, 2), np.float32)
     acc = np.zeros((1, 16, 2, 2))
     f["weight_products"](x, x, acc, 1, 1, 1, 16)
-    f["weight_tiles"](acc, w)
+    f["weight_tiles"](acc, np.empty((2, 2, 3, 3), np.float32))
