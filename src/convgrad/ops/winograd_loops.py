@@ -209,7 +209,8 @@ def _compile(numba) -> dict:
                     n, i = row // th, row % th
                     for j in range(tw):
                         t = (row - r0) * tw + j
-                        # V[:, t] = B^T d B, as the forward's
+                        # V[:, t] = B^T d B, as the forward's (written out again: a
+                        # shared compiled helper would break Numba's cache, see there)
                         for a in range(4):
                             r = 2 * i - lo_h + a
                             for b in range(4):
