@@ -548,9 +548,9 @@ def winograd_by_default() -> bool:
 
 @jit.exercise(kernel="dispatch.winograd")
 def _exercise_winograd() -> None:
-    """Winograd's loops loaded in the background warm-up where it is chosen by default
-    (elsewhere a pin loads them on first use: the warm-up's ~70 ms of loading them ran
-    beside a network's first step for nothing)."""
+    """Winograd's forward loops (the input gradient's too) loaded in the background
+    warm-up where it is chosen by default (elsewhere a pin loads them on first use: the
+    warm-up's ~70 ms of loading them ran beside a network's first step for nothing)."""
     if winograd_by_default():
         winograd_loops.exercise()
 
@@ -558,8 +558,8 @@ def _exercise_winograd() -> None:
 @jit.exercise(kernel="dispatch.winograd_weight")
 def _exercise_winograd_weight() -> None:
     """Its weight gradient's loops, a part of their own: a first step's forward waits
-    for the forward's loops only (45-55 ms of loading in N1's first step, against 50-70
-    with all four)."""
+    for the forward's loops only (N1's first Winograd forward waited 44-56 ms, 52-70
+    with all four loaded together; the first step as a whole did not measurably move)."""
     if winograd_by_default():
         winograd_loops.exercise_weight()
 

@@ -29,8 +29,9 @@ outside the image read as zeros: any padding, crops included) and writes outputs
   with ``reverse`` the input gradient's, of the taps reversed and the channels swapped;
 * ``weight_products``: x, gy -> the weight gradient's tiles ``sum over tiles of V * Z``
   (``V = B^T d B`` as the forward's, ``Z = A dY A^T`` of the tile's 2x2 output
-  gradients), block by block of tile rows: 16 BLAS products ``V^T Z`` per block (its
-  tiles summed), the blocks' sums added in float64, one accumulator per thread;
+  gradients), block by block of tile rows: 16 BLAS products ``V^T Z`` per run of
+  ``sum_tiles`` of a block's tiles (float32 sums over those tiles), added in float64,
+  one accumulator per thread;
 * ``weight_tiles``: those sums -> gw (O, C, 3, 3), ``G^T u G`` in float64.
 
 Every loop runs in Numba's ``prange``, on the OpenMP threads oneDNN's kernels use:
@@ -189,8 +190,8 @@ def _compile(numba) -> dict:
     @njit
     def weight_products(x, gy, acc, lo_h, lo_w, rows_per_block, sum_tiles):
         # acc (parts, 16, C, O) float64, zero on entry: part k sums the products of blocks
-        # k, k + parts, ...; each block's 16 products V^T Z over its tiles by BLAS in
-        # float32, added in float64
+        # k, k + parts, ...; the 16 products V^T Z over each run of sum_tiles tiles by
+        # BLAS in float32, added in float64
         N, H, W, C = x.shape
         _, Ho, Wo, O = gy.shape
         parts = acc.shape[0]
