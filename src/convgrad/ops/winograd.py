@@ -43,11 +43,11 @@ CHANNEL_CHUNK = 64
 BLOCK_BYTES = 1 << 20
 # Tiles per float32 sum of the weight gradient's products (the sums of those sums in
 # float64): SUM_TILES where a pass has at least MANY_TILES tiles, else SUM_TILES_FEW.
-# Against torch float32's error (same values, channels-last), sums of 128 tiles: 0.5-1.0x
-# from 2048 tiles up (1.4x once at 16 channels), but 1.7-2.2x at 256 tiles and 2.2-4x at
-# 72, where torch's own sums are short; sums of 16 tiles: 0.2-1.6x everywhere, at 1.5x
-# the time ((16, 64, 32, 32): 5.90 against 4.09 ms; BLAS's products over 16 rows are
-# short).
+# Against torch float32's error (same values, channels-last, 3-128 channels), sums of
+# 128 tiles: 0.2-1.0x from 2048 tiles up (1.4x once at 16 channels), but 1.7-5.8x at 256
+# tiles and 2.7-4x at 72, where torch's own sums are short; sums of 16 tiles: 0.2-1.6x
+# everywhere, at 1.5x the time ((16, 64, 32, 32): 5.90 against 4.09 ms; BLAS's products
+# over 16 rows are short).
 SUM_TILES = 128
 SUM_TILES_FEW = 16
 MANY_TILES = 2048
