@@ -18,7 +18,7 @@ import pytest
 import convgrad as cg
 import convgrad.nn.functional as F
 from convgrad.ops import cpu, kernels, prefer, winograd
-from convgrad.ops.spec import ConvSpec
+from convgrad.ops.spec import ConvSpec, Pass
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.skipif(not winograd.available(),
@@ -120,6 +120,28 @@ def test_pinned_weight_gradient_agrees_with_torch_float64(case):
     t32 = _torch_weight_grad(x, gy, pad, torch.float32)
     err, t_err = np.abs(gw - ref).max(), np.abs(t32 - ref).max()
     assert err <= 2 * max(t_err, 1e-7 * np.abs(ref).max()), (err, t_err)
+
+
+def test_weight_gradient_within_the_workspace_limit():
+    """Its workspace (each thread's float64 sums of the kernel's tiles, 16 C O doubles, and
+    a block of tile arrays) counts against the limit: one byte below it, the pinned pass
+    runs on the NumPy engine instead (chunked to the limit), as accurate as torch's."""
+    rng = np.random.default_rng(10)
+    x = _cl(rng.standard_normal((8, 128, 32, 32)).astype(np.float32))
+    gy = _cl(rng.standard_normal((8, 128, 32, 32)).astype(np.float32))
+    spec = ConvSpec(stride=(1, 1), padding=((1, 1), (1, 1)), kernel_dilation=(1, 1),
+                    input_dilation=(1, 1), groups=1)
+    need = winograd.workspace_bytes(x.shape, gy.shape, Pass.WEIGHT_GRAD)
+    assert need >= 16 * 128 * 128 * 8
+    algos = []
+    for limit in (need, need - 1):
+        with cg.workspace_limit(limit), prefer("winograd"), cg.profile() as prof:
+            gw = kernels.conv_weight_grad(x, gy, spec, (128, 128, 3, 3))
+        algos.append(prof.of("conv")[0].algorithm)
+        ref = _torch_weight_grad(x, gy, ((1, 1), (1, 1)), torch.float64)
+        t32 = _torch_weight_grad(x, gy, ((1, 1), (1, 1)), torch.float32)
+        assert np.abs(gw - ref).max() <= 2 * np.abs(t32 - ref).max()
+    assert algos == ["winograd", "im2col"], algos
 
 
 def test_weight_gradient_of_a_channels_first_output_gradient_stays_on_onednn():

@@ -21,11 +21,12 @@ __all__ = ["checked_seed", "default_generator", "fork_rng", "fresh_seed", "gener
            "initial_seed", "manual_seed", "seed"]
 
 
-def _fresh_seed() -> int:
+def fresh_seed() -> int:
+    """A seed from OS entropy."""
     return int(np.random.SeedSequence().generate_state(1, np.uint64)[0])
 
 
-_initial_seed: int = _fresh_seed()  # (as torch: a process starts from a random seed)
+_initial_seed: int = fresh_seed()  # (as torch: a process starts from a random seed)
 _default = np.random.default_rng(_initial_seed)
 
 
@@ -44,7 +45,7 @@ def manual_seed(seed: int) -> np.random.Generator:
 
 def seed() -> int:
     """Reseed the library-wide generator from fresh OS entropy; returns the seed used."""
-    fresh = _fresh_seed()
+    fresh = fresh_seed()
     manual_seed(fresh)
     return fresh
 
@@ -83,11 +84,6 @@ def checked_seed(seed: Any, fn: str) -> int:
     if int(seed) < 0:
         raise ValueError(f"{fn}: seed={int(seed)} must be >= 0")
     return int(seed)
-
-
-def fresh_seed() -> int:
-    """A seed from OS entropy."""
-    return _fresh_seed()
 
 
 @contextmanager
