@@ -30,6 +30,17 @@ import pytest  # noqa: E402
 from convgrad.ops import onednn_available, prefer  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _loops_compiled_before_the_first_test():
+    """Every Numba loop compiled on the main thread before the first test: compiled on the
+    warm-up thread (a fresh checkout's cache is empty), Numba's compiler swapped the
+    process's warning filters under a test's ``pytest.warns``, which then missed its
+    warning (see :func:`convgrad.ops.jit_build.compile_on_this_thread`)."""
+    from convgrad.ops import jit_build
+
+    jit_build.compile_on_this_thread()
+
+
 @pytest.fixture(params=["onednn", "numpy"])
 def backend(request):
     """Run a test twice: with oneDNN where it runs a pass (its default on Linux x86_64)

@@ -183,6 +183,26 @@ def test_build_runs_every_exercise_then_writes_the_stamp(tmp_path, monkeypatch):
     assert jit_build.build(stamp) is True and ran == ["a", "b"]  # built: nothing again
 
 
+def test_compiling_on_this_thread_leaves_the_warm_up_thread_nothing(monkeypatch):
+    # the test suite's first step (conftest): Numba's compiler swaps the process's warning
+    # filters, so it must not compile beside a test's pytest.warns on another thread
+    threads = []
+
+    def a():
+        threads.append(threading.current_thread())
+
+    a.kernel = "a"
+    _exercises(monkeypatch, a)
+    for name in ("_exercised", "_requested", "_worker", "_failed"):
+        monkeypatch.setattr(jit, name, [])
+    monkeypatch.setattr(jit, "_loaded", [True])
+    jit_build.compile_on_this_thread()
+    assert threads == [threading.current_thread()]
+    jit.warm_up("a")
+    jit.wait_for_warm_up(10)
+    assert threads == [threading.current_thread()]  # not run again, on no other thread
+
+
 def test_a_failing_build_leaves_its_traceback_and_no_stamp(tmp_path, monkeypatch):
     def broken():
         raise ZeroDivisionError("loop does not compile")

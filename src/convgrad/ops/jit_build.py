@@ -51,7 +51,8 @@ from pathlib import Path
 
 from . import jit, parallel
 
-__all__ = ["MODE_ENV", "MODES", "build", "builder", "ensure_built", "loops_usable",
+__all__ = ["MODE_ENV", "MODES", "build", "builder", "compile_on_this_thread", "ensure_built",
+           "loops_usable",
            "main", "note_requests", "paths", "require_reproducible", "start_builder",
            "wait_for_builder"]
 
@@ -266,6 +267,33 @@ def _import_all() -> None:
             importlib.import_module(info.name)
 
 
+def _load_all() -> None:
+    """From now on this process runs the loops (:func:`.jit.compile_here`); every module
+    imported and its loops compiled or loaded."""
+    jit.compile_here()
+    _import_all()
+    for load in list(jit._loaders):
+        load()
+
+
+def compile_on_this_thread() -> None:
+    """Compile (or load) every module's loops and run every exercise now, on the calling
+    thread, without a stamp; the warm-up thread then has nothing left to compile.  Numba's
+    compiler swaps the process's warning filters while it types a loop (Python's
+    ``warnings.catch_warnings`` is process-wide, not per thread): compiling on the warm-up
+    thread made a ``catch_warnings`` block on another thread miss its warning (194 of
+    32,633 blocks).  The test suite calls this before its first test.  Nothing without
+    Numba or with it disabled."""
+    if not jit.enabled_by_environment():
+        return
+    _load_all()
+    with jit._serving:
+        todo = [run for run in jit._exercises if run not in jit._exercised]
+        jit._exercised.extend(todo)
+    for run in todo:
+        run()
+
+
 def build(stamp: Path | str, first: tuple = ()) -> bool:
     """Compile (or load) every registered module's loops and run every exercise in this
     process, those of the kernels ``first`` first, listing each one done in the progress
@@ -280,12 +308,9 @@ def build(stamp: Path | str, first: tuple = ()) -> bool:
     try:
         if stamp.exists():
             return True
-        jit.compile_here()
         t0 = time.perf_counter()
         try:
-            _import_all()
-            for load in list(jit._loaders):
-                load()
+            _load_all()
             pending = dict.fromkeys(jit._exercises)  # in registration order, each once
             done: list[str] = []
             while pending:
