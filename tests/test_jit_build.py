@@ -203,6 +203,32 @@ def test_compiling_on_this_thread_leaves_the_warm_up_thread_nothing(monkeypatch)
     assert threads == [threading.current_thread()]  # not run again, on no other thread
 
 
+def test_a_kernel_is_still_loading_until_its_exercise_ends(monkeypatch):
+    go, started = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        go.wait(10)
+
+    slow.kernel = "mod.slow"
+    _exercises(monkeypatch, slow)
+    for name in ("_exercised", "_finished", "_requested", "_worker", "_failed", "_waits"):
+        monkeypatch.setattr(jit, name, [])
+    monkeypatch.setattr(jit, "_loaded", [True])
+    monkeypatch.setattr(jit, "_usable", [True])
+    assert not jit.still_loading("mod")  # not requested: no thread loads it
+    jit.warm_up("mod.slow")
+    assert started.wait(10)
+    assert jit.still_loading("mod.slow") and jit.still_loading("mod")
+    assert not jit.still_loading("other")
+    jit.wait_for_loops(True)  # reproducible runs wait for the loops instead
+    assert not jit.still_loading("mod.slow")
+    jit.wait_for_loops(False)
+    go.set()
+    jit.wait_for_warm_up(10)
+    assert not jit.still_loading("mod.slow")
+
+
 def test_a_failing_build_leaves_its_traceback_and_no_stamp(tmp_path, monkeypatch):
     def broken():
         raise ZeroDivisionError("loop does not compile")

@@ -17,7 +17,7 @@ import pytest
 
 import convgrad as cg
 import convgrad.nn.functional as F
-from convgrad.ops import cpu, kernels, prefer, winograd
+from convgrad.ops import cpu, jit, kernels, prefer, winograd
 from convgrad.ops.spec import ConvSpec, Pass
 
 torch = pytest.importorskip("torch")
@@ -243,6 +243,30 @@ def test_dispatch_takes_winograd_where_it_measured_faster():
     w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32) / 24
     runs = _algorithms(x, w, padding=1)
     assert set(runs.values()) == {"winograd"}, runs
+
+
+def test_while_the_warm_up_loads_its_loops_onednn_runs_and_is_not_kept(monkeypatch):
+    """A first step does not wait for the warm-up thread to load Winograd's loops: oneDNN
+    runs the pass meanwhile, and the dispatch does not keep that answer; a pin, or
+    ``use_deterministic_algorithms(True)``, waits for them instead."""
+    loading = {"dispatch.winograd_weight"}  # the forward's loops loaded, the weight's not
+    monkeypatch.setattr(jit, "still_loading",
+                        lambda kernel: not jit._waits and kernel in loading)
+    rng = np.random.default_rng(5)
+    x = _cl(rng.standard_normal((8, 64, 32, 32)).astype(np.float32))
+    w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32) / 24
+    runs = _algorithms(x, w, padding=1)
+    assert runs["conv_weight_grad"].startswith("onednn"), runs
+    assert runs["conv_forward"] == runs["conv_input_grad"] == "winograd", runs
+    with prefer("winograd"):
+        assert set(_algorithms(x, w, padding=1).values()) == {"winograd"}
+    cg.use_deterministic_algorithms(True)
+    try:
+        assert set(_algorithms(x, w, padding=1).values()) == {"winograd"}
+    finally:
+        cg.use_deterministic_algorithms(False)
+    loading.clear()  # loaded: the same call now takes Winograd
+    assert set(_algorithms(x, w, padding=1).values()) == {"winograd"}
 
 
 @pytest.mark.parametrize("vendor", ["GenuineIntel", "", "ARM"])

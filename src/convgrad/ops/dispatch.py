@@ -564,9 +564,13 @@ def _exercise_winograd_weight() -> None:
         winograd_loops.exercise_weight()
 
 
+#: :func:`_winograd_plan`'s answer while the warm-up loads the pass's loops
+_LOADING = object()
+
+
 def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple,
                    spec: ConvSpec, bias: np.ndarray | None,
-                   relu_slope: float | None) -> Choice | None:
+                   relu_slope: float | None) -> Choice | object | None:
     pinned = CONV.pinned()
     if pinned not in (None, "winograd") or (pinned is None and not winograd_by_default()):
         return None
@@ -592,6 +596,9 @@ def _winograd_plan(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tup
         return None
     if not winograd.available():
         return None
+    if pinned is None and jit.still_loading("dispatch.winograd_weight" if dw
+                                            else "dispatch.winograd"):
+        return _LOADING  # oneDNN runs this call, not a wait for the warm-up (not kept)
     out = np.empty(out_shape, np.float32) if dw else layouts.empty(out_shape, channels_last=True)
     if bias is not None and (pass_ != Pass.FORWARD or bias.dtype != np.float32):
         bias = None
@@ -622,7 +629,9 @@ def choose(pass_: Pass, lhs: np.ndarray, rhs: np.ndarray, out_shape: tuple, spec
         if found is not None:
             return found
         found = _winograd_plan(pass_, lhs, rhs, tuple(out_shape), spec, bias, relu_slope)
-        if found is not None:
+        if found is _LOADING:
+            key = None  # Winograd's once its loops are loaded: this answer is not kept
+        elif found is not None:
             return found
         # oneDNN for float32, wherever it runs the pass
         found = _onednn_plan(pass_, lhs, rhs, tuple(out_shape), spec, bias, relu_slope)

@@ -26,7 +26,8 @@ from .parallel import run_chunks
 __all__ = ["PARALLEL_MIN_SIZE", "after_fork_in_child", "compile_here", "compiled", "enabled",
            "enabled_by_environment", "exercise", "exercises_of", "loader", "lock", "loops_built",
            "numba", "parallel_launched", "requested", "run_rows", "serves", "set_build_rule",
-           "set_threads", "thread_safe", "wait_for_warm_up", "warm_up"]
+           "set_threads", "still_loading", "thread_safe", "wait_for_loops", "wait_for_warm_up",
+           "warm_up"]
 
 _numba = None  # the numba module once imported, False when it is not installed
 _layer: list = []  # the threading layer Numba chose, once known
@@ -38,8 +39,10 @@ _requested: list[str] = []  # the modules whose exercises :func:`warm_up` runs, 
 _exercised: list[Callable[[], object]] = []  # the exercises run (or running)
 _loaded: list = []  # [True] once the warm-up ran every loader
 _worker: list[threading.Thread] = []  # the warm-up's thread, once started
+_finished: list[Callable[[], object]] = []  # the exercises run to their end
 _failed: list = []  # [True] once a loader or an exercise raised on the thread
-_serving = threading.Lock()  # guards the five lists above
+_serving = threading.Lock()  # guards the six lists above
+_waits: list = []  # [True]: no kernel is passed over while its loops load (reproducible)
 _forked_off: list = []  # [True] in a forked child where Numba's OpenMP threads were started
 _usable: list = []  # [bool] once decided: the loops' machine code may run in this process
 _deciding = threading.Lock()  # guards _usable
@@ -255,6 +258,8 @@ def _serve() -> None:
                     return
                 _exercised.append(run)
             run()
+            with _serving:
+                _finished.append(run)
     except Exception:  # the caller's own call raises it again, where it is made
         with _serving:
             _failed.append(True)
@@ -275,6 +280,26 @@ def serves(run: Callable[[], object], name: str) -> bool:
     """Exercise ``run`` is one a request for kernel ``name`` runs (a module: all its
     parts; ``module.part``: that part)."""
     return name in (run.kernel, run.kernel.split(".")[0])
+
+
+def still_loading(kernel: str) -> bool:
+    """The warm-up thread has yet to load ``kernel``'s loops (a module or ``module.part``,
+    requested, its exercises not all run) and is still at work: a kernel with another
+    algorithm runs that one meanwhile, rather than wait (its first call would wait for
+    the thread's current load, then load its own signature: N1's first Winograd forward
+    waited 45-55 ms so).  Always False under :func:`wait_for_loops` (reproducible runs)."""
+    with _serving:
+        if _waits or not _worker or _failed:
+            return False
+        return any(serves(run, kernel) and run not in _finished
+                   and any(serves(run, name) for name in _requested) for run in _exercises)
+
+
+def wait_for_loops(on: bool) -> None:
+    """On: every kernel waits for its loops rather than run another algorithm while the
+    warm-up loads them (:func:`still_loading`), so that a run's results do not depend on
+    the thread's timing (``use_deterministic_algorithms(True)``)."""
+    _waits[:] = [True] if on else []
 
 
 def requested() -> tuple[str, ...]:

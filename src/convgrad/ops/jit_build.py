@@ -203,8 +203,10 @@ def _covers(progress: Path) -> bool:
 def require_reproducible(on: bool) -> None:
     """``on``: this process's kernels from now on give the bits of a process started after
     the build (``use_deterministic_algorithms``): a process yet to decide compiles what it
-    calls itself, as inline; one running without the loops waits until it runs them."""
+    calls itself, as inline; one running without the loops waits until it runs them; a
+    kernel whose loops the warm-up is loading waits for them (:func:`.jit.still_loading`)."""
     _reproducible[:] = [True] if on else []
+    jit.wait_for_loops(on)  # and no kernel passed over while the warm-up loads its loops
     if on:
         wait_for_builder()
 
@@ -292,6 +294,8 @@ def compile_on_this_thread() -> None:
         jit._exercised.extend(todo)
     for run in todo:
         run()
+        with jit._serving:
+            jit._finished.append(run)
 
 
 def build(stamp: Path | str, first: tuple = ()) -> bool:
