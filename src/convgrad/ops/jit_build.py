@@ -52,9 +52,8 @@ from pathlib import Path
 from . import jit, parallel
 
 __all__ = ["MODE_ENV", "MODES", "build", "builder", "compile_on_this_thread", "ensure_built",
-           "loops_usable",
-           "main", "note_requests", "paths", "require_reproducible", "start_builder",
-           "wait_for_builder"]
+           "loops_usable", "main", "note_requests", "paths", "require_reproducible",
+           "start_builder", "wait_for_builder"]
 
 #: the environment variable choosing how a process without built loops gets them
 MODE_ENV = "CONVGRAD_JIT_BUILD"
