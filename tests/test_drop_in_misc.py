@@ -670,3 +670,21 @@ def test_distributed_sampler_is_exported_and_partitions():
     first = list(s)
     s.set_epoch(1)
     assert list(s) != first and sorted(first) != first
+
+
+# ---------------------------------------------------------------- creation by keyword
+
+
+@pytest.mark.parametrize("fn", ["empty", "zeros", "ones", "rand", "randn"])
+def test_creation_takes_the_shape_as_size_keyword_as_torch(fn):
+    # pytorch/examples' GAT: torch.empty(size=(in_features, n_hidden * n_heads))
+    for kw in ({"size": (2, 3)}, {"size": [2, 3]}):
+        got, want = getattr(cg, fn)(**kw), getattr(torch, fn)(**kw)
+        assert tuple(got.shape) == tuple(want.shape) == (2, 3)
+        assert got.dtype == cg.float32
+    assert tuple(getattr(cg, fn)(size=4).shape) == tuple(getattr(torch, fn)(size=(4,)).shape)
+    if fn in ("zeros", "ones"):
+        np.testing.assert_array_equal(getattr(cg, fn)(size=(2, 3)).numpy(),
+                                      getattr(torch, fn)(size=(2, 3)).numpy())
+    with pytest.raises(TypeError, match=r"given twice.*size=\(2, 3\)"):
+        getattr(cg, fn)(2, 3, size=(2, 3))

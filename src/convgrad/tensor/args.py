@@ -87,8 +87,14 @@ def alias(fn: str, name: str, value: Any, alias: str, alias_value: Any, default:
     return alias_value
 
 
-def shape_arg(shape: tuple) -> tuple:
-    """Accept ``f(2, 3)`` and ``f((2, 3))``."""
+def shape_arg(shape: tuple, size: Any = None, fn: str = "") -> tuple:
+    """Accept ``f(2, 3)``, ``f((2, 3))`` and torch's keyword ``f(size=(2, 3))`` (a
+    TypeError when both are given)."""
+    if size is not None:
+        if shape:
+            raise TypeError(f"{fn}: the shape is given twice, as {shape!r} and as "
+                            f"size={size!r}; expected one of them")
+        shape = (size,)
     return (tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], Sequence | np.ndarray)
             else shape)
 

@@ -41,8 +41,8 @@ def _leaf(fn: str, data: np.ndarray, device: Any, requires_grad: bool) -> Tensor
     return t
 
 
-def _shape(fn: str, shape: tuple) -> tuple[int, ...]:
-    shape = _shape_arg(shape)
+def _shape(fn: str, shape: tuple, size: Any = None) -> tuple[int, ...]:
+    shape = _shape_arg(shape, size, fn)
     if any(isinstance(s, bool) or not isinstance(s, Integral) or s < 0 for s in shape):
         raise ValueError(f"{fn}: size={tuple(shape)!r} must be ints >= 0")
     return tuple(int(s) for s in shape)
@@ -73,11 +73,11 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
                  requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-          ) -> Tensor:
+def empty(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor (its values are whatever the memory held)."""
     dt = get_default_dtype() if dtype is None else _tensor_dtype("empty", dtype)
-    return _leaf("empty", np.empty(_shape("empty", size), dt), device, requires_grad)
+    return _leaf("empty", np.empty(_shape("empty", shape, size), dt), device, requires_grad)
 
 
 def _like_array(fn: str, input: Tensor, dtype: Any, memory_format: Any) -> np.ndarray:  # noqa: A002
@@ -124,11 +124,11 @@ def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None,  # noqa:
     return _leaf("empty_like", out, device, requires_grad)
 
 
-def rand(*size: Any, generator: Any = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+def rand(*shape: Any, size: Any = None, generator: Any = None, dtype: Any = None,
+         device: Any = None, requires_grad: bool = False) -> Tensor:
     """Samples of U[0, 1)."""
     dt = get_default_dtype() if dtype is None else _check_dtype("rand", dtype)
-    data = _random.generator(generator, "rand").random(_shape("rand", size), dtype=dt)
+    data = _random.generator(generator, "rand").random(_shape("rand", shape, size), dtype=dt)
     return _leaf("rand", data, device, requires_grad)
 
 

@@ -883,29 +883,31 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return Tensor(array)
 
 
-def zeros(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-          ) -> Tensor:
+def zeros(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
     _device.check_device("zeros", device)
     dt = get_default_dtype() if dtype is None else _tensor_dtype("zeros", dtype)
-    return Tensor._wrap(np.zeros(_shape_arg(shape), dt)).requires_grad_(requires_grad)
+    data = np.zeros(_shape_arg(shape, size, "zeros"), dt)
+    return Tensor._wrap(data).requires_grad_(requires_grad)
 
 
-def ones(*shape: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
-         ) -> Tensor:
+def ones(*shape: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
     _device.check_device("ones", device)
     dt = get_default_dtype() if dtype is None else _tensor_dtype("ones", dtype)
-    return Tensor._wrap(np.ones(_shape_arg(shape), dt)).requires_grad_(requires_grad)
+    data = np.ones(_shape_arg(shape, size, "ones"), dt)
+    return Tensor._wrap(data).requires_grad_(requires_grad)
 
 
-def randn(*shape: Any, rng: Any = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False, generator: Any = None) -> Tensor:
+def randn(*shape: Any, size: Any = None, rng: Any = None, dtype: Any = None,
+          device: Any = None, requires_grad: bool = False, generator: Any = None) -> Tensor:
     """Standard normal samples from ``generator`` (or its alias ``rng``: a numpy Generator
     or an int seed); with neither, from the library-wide generator that
     ``cg.manual_seed`` seeds."""
     _device.check_device("randn", device)
     dt = get_default_dtype() if dtype is None else _check_dtype("randn", dtype)
     gen = _random.generator(generator if rng is None else rng, "randn")
-    data = gen.standard_normal(_shape_arg(shape), dtype=dt)
+    data = gen.standard_normal(_shape_arg(shape, size, "randn"), dtype=dt)
     return Tensor._wrap(data).requires_grad_(requires_grad)
 
 
