@@ -1,7 +1,8 @@
 """Matrix products (``convgrad.ops.matmul``) and the layout of a leaf's gradient; oracle:
-NumPy's own ``matmul`` (a product cut into blocks must equal the whole bit for bit),
-torch float64 for the gradients (float32 within 2x torch float32's error), torch's
-layout contract (a parameter's ``.grad`` lies in memory as the parameter)."""
+torch float64 (a float32 product on oneDNN's sgemm, and the gradients, within 2x torch
+float32's error), NumPy's own ``matmul`` (a product cut into blocks must equal the whole
+bit for bit), torch's layout contract (a parameter's ``.grad`` lies in memory as the
+parameter)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 import convgrad as cg
-from convgrad.ops import matmul, prefer
+from convgrad.ops import matmul, onednn, prefer
 
 torch = pytest.importorskip("torch")
 RNG = np.random.default_rng(17)
@@ -23,9 +24,11 @@ def _f32(*shape) -> np.ndarray:
                                     ((128, 64), (64, 9216)),      # columns: wider than tall
                                     ((300, 512), (512, 700))])
 def test_a_large_product_cut_into_blocks_equals_numpys(monkeypatch, sa, sb):
+    # float32 products run on oneDNN where it loaded: the blocks serve float64 and the
+    # rest (pinned here)
     monkeypatch.setattr(matmul, "num_threads", lambda: 2)
     a, b = _f32(*sa), _f32(*sb)
-    with cg.profile() as prof:
+    with prefer("threads"), cg.profile() as prof:
         out = matmul.matmul(a, b)
     assert [e.algorithm for e in prof.of("matmul")] == ["threads"]
     assert out.dtype == np.float32 and out.flags.c_contiguous
@@ -46,7 +49,6 @@ def test_a_large_stack_of_products_cut_into_runs_equals_numpys(monkeypatch, sa, 
 
 
 @pytest.mark.parametrize("why, a, b", [
-    ("small", _f32(16, 64), _f32(64, 32)),
     ("batched", _f32(3, 64, 512), _f32(3, 512, 512)),
     ("integers", RNG.integers(0, 9, (40, 30)), RNG.integers(0, 9, (30, 20))),
     ("mixed dtypes", _f32(512, 512), RNG.standard_normal((512, 512))),
@@ -59,6 +61,59 @@ def test_other_products_are_numpys_own(why, a, b):
     ref = np.matmul(a, b)
     assert out.dtype == ref.dtype and out.shape == ref.shape
     np.testing.assert_array_equal(out, ref)
+
+
+def _product_error(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> tuple[float, float]:
+    """The largest error of ``out`` and of torch float32's product against torch
+    float64's, as a fraction of the product's largest entry."""
+    ref = (torch.tensor(a, dtype=torch.float64) @ torch.tensor(b, dtype=torch.float64))
+    ref = ref.numpy()
+    t32 = (torch.tensor(a) @ torch.tensor(b)).double().numpy()
+    scale = np.abs(ref).max()
+    return np.abs(out - ref).max() / scale, np.abs(t32 - ref).max() / scale
+
+
+def _views(a: np.ndarray, how: str) -> np.ndarray:
+    """``a``'s values as a row-major matrix, the transpose of one, or neither."""
+    if how == "transposed":
+        return np.ascontiguousarray(a.T).T
+    if how == "strided":
+        return np.repeat(a, 2, axis=1)[:, ::2]
+    return a
+
+
+@pytest.mark.parametrize("sa, sb", [((1024, 48), (48, 192)),   # a small transformer's
+                                    ((192, 1024), (1024, 48)),  # its weight gradient
+                                    ((16, 9216), (9216, 128)),  # MNIST's Linear
+                                    ((8, 512), (512, 10)), ((7, 5), (5, 3)),
+                                    ((1, 300), (300, 1)), ((2048, 2048), (2048, 64))])
+@pytest.mark.parametrize("how", ["row-major", "transposed", "strided"])
+@pytest.mark.parametrize("dist", ["normal", "uniform"])
+def test_a_float32_product_on_onednn_is_as_accurate_as_torchs(sa, sb, how, dist):
+    if not onednn.available():
+        pytest.skip("oneDNN is not available here")
+    draw = RNG.standard_normal if dist == "normal" else RNG.random
+    a = _views(draw(sa).astype(np.float32), how)
+    b = _views(draw(sb).astype(np.float32), "transposed" if how == "strided" else how)
+    with cg.profile() as prof:
+        out = matmul.matmul(a, b)
+    assert [e.algorithm for e in prof.of("matmul")] == ["onednn"]
+    assert out.dtype == np.float32 and out.shape == (sa[0], sb[1]) and out.flags.c_contiguous
+    err, t_err = _product_error(a, b, out)
+    assert err <= 2 * max(t_err, 1e-8), (err, t_err)
+    np.testing.assert_array_equal(matmul.matmul(a, b), out)  # the same bits again
+
+
+def test_without_onednn_a_float32_product_stays_on_numpy(monkeypatch):
+    monkeypatch.setattr(onednn, "available", lambda: False)
+    monkeypatch.setattr(matmul, "num_threads", lambda: 2)
+    for (sa, sb), algorithm in ((((16, 64), (64, 32)), "numpy"),
+                                (((64, 9216), (9216, 128)), "threads")):
+        a, b = _f32(*sa), _f32(*sb)
+        with cg.profile() as prof:
+            out = matmul.matmul(a, b)
+        assert [e.algorithm for e in prof.of("matmul")] == [algorithm]
+        np.testing.assert_array_equal(out, np.matmul(a, b))
 
 
 def test_prefer_numpy_keeps_one_call():
@@ -76,7 +131,10 @@ def test_a_linear_weights_gradient_is_laid_out_as_the_weight():
     x = _f32(64, 300)
     cx = cg.tensor(x, requires_grad=True)
     g = _f32(64, 70)
-    (lin(cx) * cg.tensor(g)).sum().backward()
+    with cg.profile() as prof:
+        (lin(cx) * cg.tensor(g)).sum().backward()
+    if onednn.available():  # the forward and both gradients
+        assert [e.algorithm for e in prof.of("matmul")] == ["onednn"] * 3
     w_grad = lin.weight.grad.data
     assert w_grad.flags.c_contiguous and cx.grad.data.flags.c_contiguous
     ref = {}

@@ -98,6 +98,12 @@ _SIGNATURES = {
     "dnnl_memory_desc_query": (ctypes.c_int, [_P, ctypes.c_int, _P]),
     "dnnl_memory_create": (ctypes.c_int, [_PP, _P, _P, _P]),
     "dnnl_memory_set_data_handle": (ctypes.c_int, [_P, _P]),
+    # row-major C = alpha op(A) op(B) + beta C: (transa, transb, M, N, K, alpha, A, lda, B,
+    # ldb, beta, C, ldc), dims as dnnl_dim_t (int64)
+    "dnnl_sgemm": (ctypes.c_int, [ctypes.c_char, ctypes.c_char, ctypes.c_int64,
+                                  ctypes.c_int64, ctypes.c_int64, ctypes.c_float, _P,
+                                  ctypes.c_int64, _P, ctypes.c_int64, ctypes.c_float, _P,
+                                  ctypes.c_int64]),
     "dnnl_memory_destroy": (ctypes.c_int, [_P]),
     "dnnl_primitive_attr_create": (ctypes.c_int, [_PP]),
     "dnnl_primitive_attr_destroy": (ctypes.c_int, [_P]),
