@@ -31,13 +31,13 @@ from typing import Any
 
 import numpy as np
 
-from . import onednn
+from . import cpu, onednn
 from .onednn import gemm
 from .parallel import num_threads, run_chunks, single_threaded_blas
 from .registry import family
 
-__all__ = ["MATMUL", "MIN_BLOCK_ROWS", "MIN_ONEDNN_THREADED_MACS", "MIN_THREADED_MACS",
-           "matmul"]
+__all__ = ["MATMUL", "MAX_ONEDNN_INNER", "MIN_BLOCK_ROWS", "MIN_ONEDNN_THREADED_MACS",
+           "MIN_THREADED_MACS", "ONEDNN_ANY_INNER_VENDORS", "matmul"]
 
 MATMUL = family("matmul", ("onednn", "threads", "numpy"))
 
@@ -45,6 +45,15 @@ MATMUL = family("matmul", ("onednn", "threads", "numpy"))
 #: second costs more than it saves; us, one / two threads: (128, 64) x (64, 64) 17.0 /
 #: 23.5, (256, 64) x (64, 64) 27.2 / 21.1, (256, 128) x (128, 128) 81 / 64)
 MIN_ONEDNN_THREADED_MACS = 1 << 20
+#: the longest sum (inner dim) oneDNN's sgemm takes on processors where its error was not
+#: measured: up to it each output is one chain of multiply-adds, whatever the library
+#: (errors equal to torch's to two digits at 48 and 192); a longer sum is cut into blocks
+#: a library's own way, and oneDNN's matmul primitive, measured on an Intel Xeon, reached
+#: 2.46x torch's error at 2048
+MAX_ONEDNN_INNER = 256
+#: the vendors whose processors ran the sgemm on sums of any length within 2x torch's
+#: float32 error (an AMD EPYC: 1.0-1.8x at 48-9216, normal and uniform operands)
+ONEDNN_ANY_INNER_VENDORS = ("AuthenticAMD",)
 
 #: multiply-adds from which a product is cut into blocks: each block packs all of the
 #: other operand again, and waking the pool costs ~40 us, so below this one call on one
@@ -113,11 +122,15 @@ def matmul(a: Any, b: Any) -> Any:
 
 def _onednn_product(a: Any, b: Any) -> bool:
     """A float32 matrix product (2-d ndarrays, no dim empty) that oneDNN's sgemm runs:
-    unless :func:`.prefer` pins another algorithm or oneDNN is not loaded."""
+    its inner dim at most :data:`MAX_ONEDNN_INNER` except on the processors of
+    :data:`ONEDNN_ANY_INNER_VENDORS`; unless :func:`.prefer` pins another algorithm or
+    oneDNN is not loaded."""
     return (MATMUL.pinned() in (None, "onednn") and type(a) is np.ndarray
             and type(b) is np.ndarray and a.dtype == _F32 and b.dtype == _F32
             and a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and a.size > 0
-            and b.size > 0 and onednn.available())
+            and b.size > 0 and (a.shape[1] <= MAX_ONEDNN_INNER
+                                or cpu.vendor() in ONEDNN_ANY_INNER_VENDORS)
+            and onednn.available())
 
 
 def _batches(a: Any, b: Any) -> list[int] | None:
