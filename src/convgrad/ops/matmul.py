@@ -6,7 +6,7 @@ of the stack, on the thread pool (:func:`.parallel.run_chunks`).
 
 oneDNN's sgemm runs on the OpenMP threads the convolutions use, so it leaves no other
 library's threads spinning, and its float32 error measured at or below NumPy's
-(OpenBLAS) on every shape tried, within 1.6x torch's (2 threads of an AMD EPYC, us, ours
+(OpenBLAS) on every shape tried, within 1.8x torch's (2 threads of an AMD EPYC, us, ours
 before / sgemm / torch: (1024, 48) x (48, 192), a small transformer's, 209 / 98 / 124;
 (16, 9216) x (9216, 128), MNIST's Linear, 553 / 198 / 333; (512, 512) x (512, 512) 1506
 / 1229 / 1370; (8, 512) x (512, 10) 11.1 / 8.6 / 7.0).
