@@ -42,7 +42,7 @@ def test_a_large_product_cut_into_blocks_equals_numpys(monkeypatch, sa, sb):
 def test_a_large_stack_of_products_cut_into_runs_equals_numpys(monkeypatch, sa, sb):
     monkeypatch.setattr(matmul, "num_threads", lambda: 2)
     a, b = _f32(*sa), _f32(*sb)
-    with cg.profile() as prof:
+    with prefer("threads"), cg.profile() as prof:  # a stack times a matrix: else oneDNN
         out = matmul.matmul(a, b)
     assert [e.algorithm for e in prof.of("matmul")] == ["threads"]
     np.testing.assert_array_equal(out, np.matmul(a, b))
@@ -107,6 +107,23 @@ def test_a_float32_product_on_onednn_is_as_accurate_as_torchs(sa, sb, how, dist)
     err, t_err = _product_error(a, b, out)
     assert err <= 2 * max(t_err, 1e-8), (err, t_err)
     np.testing.assert_array_equal(matmul.matmul(a, b), out)  # the same bits again
+
+
+def test_a_stack_times_a_matrix_is_one_product_of_its_rows():
+    if not onednn.available():
+        pytest.skip("oneDNN is not available here")
+    a, b = _f32(4, 32, 48), _f32(48, 64)
+    with cg.profile() as prof:
+        out = matmul.matmul(a, b)
+    assert [e.algorithm for e in prof.of("matmul")] == ["onednn"]
+    assert out.shape == (4, 32, 64) and out.dtype == np.float32
+    err, t_err = _product_error(a.reshape(-1, 48), b, out.reshape(-1, 64))
+    assert err <= 2 * max(t_err, 1e-8), (err, t_err)
+    # a stack that is not C-contiguous keeps NumPy's loop
+    with cg.profile() as prof:
+        strided = matmul.matmul(a.transpose(1, 0, 2), b)
+    assert [e.algorithm for e in prof.of("matmul")] == ["numpy"]
+    np.testing.assert_allclose(strided, out.transpose(1, 0, 2), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("vendor", ["GenuineIntel", "AuthenticAMD", ""])

@@ -75,14 +75,15 @@ def matmul(a: Any, b: Any) -> Any:
     other operand)."""
     shapes = (tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ())))
     with MATMUL.record("matmul", *shapes) as rec:
-        if _onednn_product(a, b):
-            (m, k), n = a.shape, b.shape[1]
+        rows = _as_rows(a, b)
+        if _onednn_product(rows, b):
+            (m, k), n = rows.shape, b.shape[1]
             threads = num_threads() if m * k * n >= MIN_ONEDNN_THREADED_MACS else 1
-            out = gemm.sgemm(a, b, threads)
+            out = gemm.sgemm(rows, b, threads)
             if out is not None:
                 rec.algorithm = "onednn"
                 rec.flops = 2 * m * k * n
-                return out
+                return out.reshape(*a.shape[:-1], n)
         batches = _batches(a, b)
         if batches is not None:  # a stack of products: runs of the stack on the pool
             out = np.empty(np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -118,6 +119,15 @@ def matmul(a: Any, b: Any) -> Any:
         rec.flops = run_chunks([lambda c0=c0, c1=c1: block(c0, c1)
                                 for c0, c1 in zip(blocks, blocks[1:])])
         return out
+
+
+def _as_rows(a: Any, b: Any) -> Any:
+    """``a``, or, for a C-contiguous stack of matrices times one matrix (``x @ w`` with x
+    (B, T, C)), its rows as one matrix: the same products, one call."""
+    if (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim > 2 and b.ndim == 2
+            and a.flags.c_contiguous):
+        return a.reshape(-1, a.shape[-1])
+    return a
 
 
 def _onednn_product(a: Any, b: Any) -> bool:
