@@ -255,9 +255,26 @@ def test_while_the_warm_up_loads_its_loops_onednn_runs_and_is_not_kept(monkeypat
     rng = np.random.default_rng(5)
     x = _cl(rng.standard_normal((8, 64, 32, 32)).astype(np.float32))
     w = rng.standard_normal((64, 64, 3, 3)).astype(np.float32) / 24
-    runs = _algorithms(x, w, padding=1)
+    cx, cw = cg.tensor(x).requires_grad_(), cg.tensor(w).requires_grad_()
+    with cg.profile() as prof:
+        y = F.conv2d(cx, cw, padding=1)
+        y.backward(cg.ones_like(y))
+    runs = {e.name: e.algorithm for e in prof.of("conv") if e.name != "conv_bias_grad"}
     assert runs["conv_weight_grad"].startswith("onednn"), runs
     assert runs["conv_forward"] == runs["conv_input_grad"] == "winograd", runs
+    # the mixed step's gradients as torch's: within twice torch float32's error
+    ref = {}
+    for dt in (torch.float64, torch.float32):
+        tx = torch.tensor(x, dtype=dt).contiguous(memory_format=torch.channels_last)
+        tw = torch.tensor(w, dtype=dt).contiguous(memory_format=torch.channels_last)
+        tx.requires_grad_(), tw.requires_grad_()
+        ty = torch.nn.functional.conv2d(tx, tw, padding=1)
+        ty.backward(torch.ones_like(ty))
+        ref[dt] = [t.detach().double().numpy() for t in (ty, tx.grad, tw.grad)]
+    for ours, r64, r32 in zip((y.data, cx.grad.data, cw.grad.data), ref[torch.float64],
+                              ref[torch.float32]):
+        err, t_err = np.abs(ours - r64).max(), np.abs(r32 - r64).max()
+        assert err <= 2 * max(t_err, 1e-7 * np.abs(r64).max()), (err, t_err)
     with prefer("winograd"):
         assert set(_algorithms(x, w, padding=1).values()) == {"winograd"}
     cg.use_deterministic_algorithms(True)
