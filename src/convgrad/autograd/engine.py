@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..arraytypes import is_dask_array, rechunk_like
-from . import grad_mode
+from . import deferred, grad_mode
 from .anomaly_mode import _mode as _anomaly
 from .anomaly_mode import check_rule, warn_forward_trace
 from .function import (
@@ -165,7 +165,10 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
 
     saved_mode = grad_mode.is_grad_enabled()
     grad_mode.set_mode(create_graph)  # rules record only when building a graph of the gradient
+    # rules may leave a leaf's gradient to be computed when read (backward() only)
+    call = deferred.running(targets is None and not create_graph and not _anomaly.enabled)
     try:
+        call.__enter__()
         for node, out in order:
             g = pending.pop(node, None)
             if targets is not None and g is not None and out is not None and id(out) in targets:
@@ -192,6 +195,9 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
                 gi = grads[i]
                 if gi is None or not needs[i]:
                     continue
+                if type(gi) is deferred.Deferred:  # (only to a leaf: see deferred.may_defer)
+                    deferred.deliver(inp, gi)
+                    continue
                 if type(gi) is not tensor_type() or gi.data.shape != inp.data.shape or (
                         gi.data.dtype != inp.data.dtype) or (
                         type(inp.data) is not np.ndarray):  # else the common case: all fine
@@ -211,6 +217,7 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
             shared.add(id(g.data))
             _deliver(leaf, g, targets, create_graph, shared)
     finally:
+        call.__exit__()
         grad_mode.set_mode(saved_mode)
 
 
@@ -316,6 +323,9 @@ def _deliver(leaf: Tensor, g: Tensor, targets: dict | None, create_graph: bool,
             leaf.grad = _wrap(out)
     else:
         leaf.grad = add(leaf.grad, g)
+
+
+deferred.set_accumulate(lambda leaf, g: _deliver(leaf, g, None, False, set()))
 
 
 def _same_order(a: np.ndarray, like: np.ndarray) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..arraytypes import is_dask_array
+from . import deferred
 from .anomaly_mode import _mode as _anomaly
 from .anomaly_mode import forward_stack
 from .grad_mode import is_grad_enabled
@@ -108,6 +109,11 @@ class Context:
                 f"does not declare OUTPUT: declare it, so that an in-place change of the "
                 f"output is caught instead of giving a wrong gradient")
         return self._output
+
+    def defers(self, i: int) -> bool:
+        """Inside ``backward``: whether the rule may return input ``i``'s gradient as a
+        :class:`.deferred.Deferred`, computed when the leaf's ``.grad`` is read."""
+        return deferred.may_defer(self.inputs[i], self.edges[i])
 
     def save_for_backward(self, *values: Any) -> None:
         self.saved = values

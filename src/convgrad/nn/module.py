@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import devices as _device
+from ..autograd.deferred import has_grad
 from ..default_dtype import get_default_dtype
 from ..tensor import Tensor
 from ..tensor import shared_memory as _shm
@@ -336,7 +337,7 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drop (or zero) the ``.grad`` of every parameter."""
         for p in self.parameters():
-            if p.grad is None:
+            if not has_grad(p):  # (a pending gradient is dropped uncomputed)
                 continue
             if set_to_none:
                 p.grad = None

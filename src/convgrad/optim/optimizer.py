@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..autograd import enable_grad
+from ..autograd.deferred import has_grad
 from ..ops import jit
 from ..tensor import Tensor
 from ..tensor.args import number
@@ -108,7 +109,7 @@ class Optimizer:
         """Drop (or zero) the ``.grad`` of every parameter."""
         for g in self.param_groups:
             for p in g["params"]:
-                if p.grad is not None:
+                if has_grad(p):  # (a pending gradient is dropped uncomputed)
                     p.grad = None if set_to_none else Tensor._wrap(np.zeros_like(p.data))
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:

@@ -29,8 +29,10 @@ from typing import Any
 import numpy as np
 
 from ..autograd import OUTPUT, Context, Function, is_grad_enabled
+from ..autograd.deferred import Deferred
 from ..ops import eltwise, layouts, route
 from ..ops.spec import ConvSpec
+from . import deferral
 from .elementwise import Where, fast_grad
 from .memory_format import channels_last, channels_last_3d
 
@@ -63,9 +65,22 @@ def _conv_grads(ctx: Context, g: Tensor) -> tuple:
     if sum(need) > 1:
         g = _dense_slice(g)
     gx = ConvInputGrad.apply(g, w, spec=spec, x_shape=x.shape) if need[0] else None
-    gw = ConvWeightGrad.apply(x, g, spec=spec, w_shape=w.shape) if need[1] else None
+    gw = _weight_grad(ctx, 1, x, g, x, spec, w.shape) if need[1] else None
     gb = ConvBiasGrad.apply(g) if need[2] else None
     return gx, gw, gb
+
+
+def _weight_grad(ctx: Context, i: int, x: Tensor, gy: Tensor, activation: Tensor,
+                 spec: ConvSpec, w_shape: tuple) -> Any:
+    """``weight_grad(x, gy)``, the gradient of input ``i`` of ``ctx``'s node, or where
+    :func:`.deferral.allowed` (``activation``: the forward's input among the two) a
+    :class:`Deferred` of it, run when the weight's ``.grad`` is read (a GAN's generator
+    step never reads the discriminator's)."""
+    if deferral.allowed(ctx, i, activation, x.data, gy.data):
+        x, gy = type(x)._wrap(x.data), type(gy)._wrap(gy.data)  # the values, not the graph
+        return Deferred(lambda: ConvWeightGrad.apply(x, gy, spec=spec, w_shape=w_shape),
+                        (x, gy))
+    return ConvWeightGrad.apply(x, gy, spec=spec, w_shape=w_shape)
 
 
 def _dense_slice(g: Tensor) -> Tensor:
@@ -111,8 +126,7 @@ class ConvReLU(Function):
                     gy, gb = (type(g)._wrap(a) for a in fused)
                     x, w, spec = *ctx.inputs[:2], ctx.spec
                     gx = ConvInputGrad.apply(gy, w, spec=spec, x_shape=x.shape) if need[0] else None
-                    gw = (ConvWeightGrad.apply(x, gy, spec=spec, w_shape=w.shape) if need[1]
-                          else None)
+                    gw = _weight_grad(ctx, 1, x, gy, x, spec, w.shape) if need[1] else None
                     return gx, gw, gb
             gy = fast_grad("relu", g, z, lambda: Where.apply(~(z.data <= 0), g, 0.0))
         else:
@@ -141,7 +155,7 @@ class ConvInputGrad(Function):
             h = _dense_slice(h)
         # <input_grad(gy, w), h> = <gy, conv(h, w)>
         ggy = Conv.apply(h, w, None, spec=spec, y_shape=gy.shape) if need[0] else None
-        gw = ConvWeightGrad.apply(h, gy, spec=spec, w_shape=w.shape) if need[1] else None
+        gw = _weight_grad(ctx, 1, h, gy, gy, spec, w.shape) if need[1] else None
         return ggy, gw
 
 

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from ..autograd import Context, Function, is_grad_enabled
+from ..autograd.deferred import Deferred
 from ..ops import matmul, reduction
+from . import deferral
 
 __all__ = ["Linear"]
 
@@ -50,6 +52,12 @@ class Linear(Function):
         gd, xd, wd = g.data, x.data, w.data
         g2 = _rows(gd)
         gx = matmul.matmul(g2, wd).reshape(xd.shape) if need[0] else None
-        gw = matmul.matmul(g2.T, _rows(xd)) if need[1] else None
         gb = reduction.sum_over(g2, 0) if need[2] else None
-        return tuple(None if v is None else tensor._wrap(v) for v in (gx, gw, gb))
+        gx, gb = (None if v is None else tensor._wrap(v) for v in (gx, gb))
+        if not need[1]:
+            return gx, None, gb
+        if deferral.allowed(ctx, 1, x, gd):  # run when W's .grad is read
+            gc, xc = tensor._wrap(g2), tensor._wrap(xd)
+            return gx, Deferred(lambda: tensor._wrap(matmul.matmul(gc.data.T, _rows(xc.data))),
+                                (xc, gc)), gb
+        return gx, tensor._wrap(matmul.matmul(g2.T, _rows(xd))), gb

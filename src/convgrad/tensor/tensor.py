@@ -19,6 +19,7 @@ import numpy as np
 from .. import autograd as _autograd
 from .. import devices as _device
 from .. import random as _random
+from ..autograd import deferred as _deferred
 from ..autograd import register_tensor_type
 from ..default_dtype import get_default_dtype
 from . import elementwise as _ew
@@ -193,7 +194,8 @@ class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMix
     ``grad_fn`` the graph node that produced it (None for leaves).
     """
 
-    __slots__ = ("data", "grad", "grad_fn", "_requires_grad", "_hooks", "__weakref__")
+    __slots__ = ("data", "_grad", "_pending", "grad_fn", "_requires_grad", "_hooks",
+                 "__weakref__")
     __array_ufunc__ = None  # `ndarray (op) Tensor` defers to the Tensor's reflected operator
     __hash__ = object.__hash__  # tensors are dict keys; == is elementwise
 
@@ -212,7 +214,7 @@ class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMix
                             f"{sizes!r}: expected data, or sizes (ints) only; pass "
                             "requires_grad and dtype by keyword")
         self.data = _array_data("Tensor", data, dtype)
-        self.grad: Tensor | None = None
+        self._grad: Tensor | None = None
         self.grad_fn = None
         self._requires_grad = False
         if requires_grad:
@@ -222,8 +224,32 @@ class Tensor(InPlaceMixin, TorchMethodsMixin, MathMethodsMixin, ScriptMethodsMix
     def _wrap(data: np.ndarray, grad_fn: Any = None) -> Tensor:
         """Fast constructor for a float ndarray (no checks): an op output or a constant."""
         t = object.__new__(Tensor)
-        t.data, t.grad, t.grad_fn, t._requires_grad = data, None, grad_fn, grad_fn is not None
+        t.data, t._grad, t.grad_fn, t._requires_grad = data, None, grad_fn, grad_fn is not None
         return t
+
+    # -- the gradient
+    @property
+    def grad(self) -> Tensor | None:
+        """The accumulated gradient of a leaf (a Tensor) or None.  A gradient a rule left
+        pending (a convolution's weight gradient, see :mod:`convgrad.autograd.deferred`)
+        is computed here, when first read."""
+        pend = getattr(self, "_pending", None)
+        if pend is not None and pend.parts:
+            _deferred.settle(self)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        self._grad = value
+        if getattr(self, "_pending", None) is not None:
+            _deferred.drop(self)  # a pending gradient is replaced uncomputed (zero_grad)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # a copy or pickle carries the gradient computed, not the rule that computes it
+        pend = getattr(self, "_pending", None)
+        if pend is not None and pend.parts:
+            _deferred.settle(self)
+        return super().__reduce_ex__(protocol)
 
     # -- attributes
     @property
