@@ -73,7 +73,10 @@ class Deferred:
         _held[0] += self.nbytes
 
     def __del__(self) -> None:
-        _held[0] -= self.nbytes
+        try:
+            _held[0] -= self.nbytes
+        except TypeError:  # pragma: no cover - the module torn down at exit
+            pass
 
     def value(self) -> Tensor:
         for t, then in zip(self.reads, self.versions):

@@ -167,8 +167,8 @@ def _run(roots: list[Tensor], seeds: list[Tensor], retain_graph: bool, create_gr
     grad_mode.set_mode(create_graph)  # rules record only when building a graph of the gradient
     # rules may leave a leaf's gradient to be computed when read (backward() only)
     call = deferred.running(targets is None and not create_graph and not _anomaly.enabled)
+    call.__enter__()
     try:
-        call.__enter__()
         for node, out in order:
             g = pending.pop(node, None)
             if targets is not None and g is not None and out is not None and id(out) in targets:
