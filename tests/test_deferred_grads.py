@@ -256,3 +256,25 @@ def test_a_linear_weight_too():
     for c, t in ((l1, t1), (l2, t2)):
         np.testing.assert_allclose(np.array(c.weight.grad.data), t.weight.grad.numpy(),
                                    rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("value", ["0", "yes"])
+def test_the_environment_variable(value):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numpy as np, convgrad as cg\n"
+            "from convgrad.autograd import deferred\n"
+            "c1, c2 = cg.nn.Conv2d(2, 4, 3), cg.nn.Conv2d(4, 3, 3)\n"
+            "with cg.profile() as prof:\n"
+            "    c2(cg.relu(c1(cg.randn(2, 2, 8, 8)))).sum().backward()\n"
+            "print(prof.count('conv_weight_grad'), deferred.pending(c2.weight))\n")
+    env = {**os.environ, "CONVGRAD_DEFERRED_GRADS": value}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=300)
+    if value == "0":
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["2", "False"]
+    else:
+        assert out.returncode != 0 and "CONVGRAD_DEFERRED_GRADS='yes'" in out.stderr

@@ -31,6 +31,7 @@ Gradients are summed into ``.grad`` in the order they arrived.
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -44,8 +45,20 @@ __all__ = ["Deferred", "Pending", "calls", "deliver", "drop", "has_grad", "may_d
 
 Tensor = Any  # the registered tensor class
 
-#: False: every rule computes its gradients during backward (tests compare both ways)
-ENABLED = True
+
+
+def _enabled_by_environment() -> bool:
+    value = os.environ.get("CONVGRAD_DEFERRED_GRADS", "1")
+    if value not in ("0", "1"):
+        raise ValueError(f"CONVGRAD_DEFERRED_GRADS={value!r}: expected 1 (weight gradients "
+                         "computed when read, the default) or 0 (every gradient computed "
+                         "during backward)")
+    return value == "1"
+
+
+#: False (``CONVGRAD_DEFERRED_GRADS=0``, read at import): every rule computes its
+#: gradients during backward
+ENABLED = _enabled_by_environment()
 #: Bytes all pending gradients may hold (the activations and gradients they read):
 #: DCGAN's discriminator at batch 64 holds about 60 MB between two backward calls
 MAX_HELD_BYTES = 1 << 28
