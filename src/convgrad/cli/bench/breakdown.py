@@ -185,9 +185,10 @@ def format_breakdown(w: Any, ours: dict, theirs: dict | None, theirs_cl: dict | 
                  *(ms(t["family"].get(OTHER)) for _, t in peers)])
     rows.append(["step (wall)", ms(ours["wall"]), *(ms(t["wall"]) for _, t in peers)])
     lines += text_table(["kind", "convgrad", *(n for n, _ in peers)], rows)
-    lines.append("bwd~: time since the previous layer's backward hook (approximate); kind: "
-                 "convgrad's kernel families from its profiler, torch's aten ops' self CPU "
-                 "time grouped by name into the same families")
+    lines.append("bwd~: time since the previous layer's backward hook (approximate; "
+                 "convgrad's weight gradients run where .grad is read, at the optimiser "
+                 "step, not in it); kind: convgrad's kernel families from its profiler, "
+                 "torch's aten ops' self CPU time grouped by name into the same families")
     return "\n".join(lines)
 
 
