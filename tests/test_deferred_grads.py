@@ -13,6 +13,7 @@ import pytest
 
 import convgrad as cg
 from convgrad.autograd import deferred
+from convgrad.ops import onednn_available
 
 torch = pytest.importorskip("torch")
 
@@ -28,7 +29,7 @@ def eager():
     deferred.ENABLED = saved
 
 
-def _gan(lib):
+def _gan(lib, dtype="float64"):
     """A small DCGAN: G transposes 8 -> 3 channels up to 8x8, D convolves back to 1."""
     nn = lib.nn
     G = nn.Sequential(nn.ConvTranspose2d(8, 16, 4, 1, 0, bias=False), nn.BatchNorm2d(16),
@@ -36,13 +37,13 @@ def _gan(lib):
     D = nn.Sequential(nn.Conv2d(3, 16, 4, 2, 1, bias=False), nn.LeakyReLU(0.2),
                       nn.Conv2d(16, 32, 3, 1, 1), nn.BatchNorm2d(32), nn.LeakyReLU(0.2),
                       nn.Conv2d(32, 1, 4, 1, 0, bias=False), nn.Sigmoid())
-    return G.double(), D.double()
+    return (G.double(), D.double()) if dtype == "float64" else (G.float(), D.float())
 
 
-def _gan_steps(lib, state, real, z, steps, counts=None):
+def _gan_steps(lib, state, real, z, steps, counts=None, dtype="float64", ran=None):
     """``steps`` DCGAN steps (pytorch/examples' loop: D on real and fake, then G, whose
     backward adds to D's gradients what the next step's zero_grad drops); the weights."""
-    G, D = _gan(lib)
+    G, D = _gan(lib, dtype)
     for net, prefix in ((G, "G."), (D, "D.")):
         net.load_state_dict({k[2:]: lib.tensor(v) for k, v in state.items()
                              if k.startswith(prefix)})
@@ -51,7 +52,7 @@ def _gan_steps(lib, state, real, z, steps, counts=None):
     opt_d = lib.optim.SGD(D.parameters(), lr=0.05, momentum=0.5)
     opt_g = lib.optim.SGD(G.parameters(), lr=0.05, momentum=0.5)
     bce = lib.nn.BCELoss()
-    real, z = lib.tensor(real), lib.tensor(z)
+    real, z = lib.tensor(real.astype(dtype)), lib.tensor(z.astype(dtype))
     ones, zeros = lib.ones(real.shape[0], dtype=real.dtype), lib.zeros(real.shape[0],
                                                                       dtype=real.dtype)
     for _ in range(steps):
@@ -66,6 +67,8 @@ def _gan_steps(lib, state, real, z, steps, counts=None):
                 bce(D(fake).view(-1), ones).backward()
                 opt_g.step()
             counts.append(prof.count("conv_weight_grad") + prof.count("conv_input_grad"))
+            if ran is not None:
+                ran.update(e.algorithm.split(":")[0] for e in prof.of("conv"))
         else:
             bce(D(fake).view(-1), ones).backward()
             opt_g.step()
@@ -98,19 +101,28 @@ def test_a_gan_step_matches_torch_and_skips_the_gradients_it_drops():
     assert counts == [3 + 2] * 3
 
 
-def test_the_same_bits_as_computing_them_during_backward(eager):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_the_same_bits_as_computing_them_during_backward(eager, dtype):
+    """float64 runs the NumPy engine; float32 the fast path (oneDNN where it loaded,
+    asserted through the profiler)."""
     torch.manual_seed(1)
-    state = _gan_state()
+    state = {k: v.astype(dtype) if v.dtype.kind == "f" else v for k, v in _gan_state().items()}
     real = np.tanh(rng.standard_normal((4, 3, 8, 8)))
     z = rng.standard_normal((4, 8, 1, 1))
     counts_eager: list[int] = []
-    want = _gan_steps(cg, state, real, z, 2, counts_eager)
+    want = _gan_steps(cg, state, real, z, 2, counts_eager, dtype)
     deferred.ENABLED = True
     counts: list[int] = []
-    got = _gan_steps(cg, state, real, z, 2, counts)
+    ran: set[str] = set()
+    got = _gan_steps(cg, state, real, z, 2, counts, dtype, ran)
     for k in want:
+        assert got[k].dtype.kind != "f" or got[k].dtype == np.dtype(dtype), k
         assert np.array_equal(got[k], want[k]), k
     assert counts_eager == [c + 3 for c in counts]  # D's three weight gradients
+    if dtype == "float32" and onednn_available():
+        assert "onednn" in ran, ran
+    else:
+        assert "onednn" not in ran and ran, ran  # the NumPy engine's algorithms
 
 
 def _two_layers():
