@@ -308,11 +308,11 @@ def test_binary_falls_back_where_numpy_differs_or_pays():
 @needs_onednn
 def test_binary_of_two_layouts_takes_the_first():
     a, b = array(BIG, "channels_last"), array(BIG, "nchw", seed=1)
-    out, algs = binary("sub", a, b)  # the second operand C-contiguous: oneDNN
+    out, algs = binary("sub", a, b)  # the second copied channels-last, then oneDNN
     assert algs == ["onednn"] and out.strides == a.strides
     assert out.tobytes(order="A") == (a - b).astype(np.float32, order="K").tobytes(order="A")
-    out, algs = binary("sub", b, a)  # the second channels-last: NumPy
-    assert algs == ["numpy"] and np.array_equal(out, b - a)
+    out, algs = binary("sub", b, a)  # the second copied C-contiguous, then oneDNN
+    assert algs == ["onednn"] and out.strides == b.strides and np.array_equal(out, b - a)
 
 
 @needs_onednn
@@ -496,6 +496,29 @@ def test_a_slice_and_a_dense_array_meet_in_the_dense_layout_on_onednn(op):
         assert [e.name for e in prof.of("layout")] == ["copy"]
         assert [e.algorithm for e in prof.of("eltwise")] == ["onednn"]
         assert is_channels_last(out)
+        np.testing.assert_array_equal(out, ufunc(a, b))
+
+
+@needs_onednn
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_two_dense_layouts_meet_in_the_first_operands(op):
+    """A channels-last activation and an NCHW array (a loss against a 3-channel target,
+    an NCHW input added to a network's output): the second copied into the first's
+    layout (one ``layout`` copy), then one flat oneDNN pass; NumPy's values bit for bit,
+    the result in the first operand's layout, in either order."""
+    shape = (4, 3, 128, 128)
+    assert np.prod(shape) >= MIN_BINARY_SIZE
+    rng = np.random.default_rng(53)
+    last = empty(shape, channels_last=True)
+    last[...] = rng.standard_normal(shape)
+    plain = (rng.standard_normal(shape) + 3).astype(np.float32)
+    ufunc = _UFUNCS[op]
+    for a, b in ((last, plain), (plain, last)):
+        with cg.profile() as prof:
+            out = eltwise.binary(op, a, b, lambda a=a, b=b: ufunc(a, b))
+        assert [e.name for e in prof.of("layout")] == ["copy"]
+        assert [e.algorithm for e in prof.of("eltwise")] == ["onednn"]
+        assert out.strides == a.strides
         np.testing.assert_array_equal(out, ufunc(a, b))
 
 
