@@ -184,6 +184,8 @@ def test_softmax_and_cross_entropy_over_channels(layout):
 NORMS = {
     "batch_norm": (lambda x, w, b, rm, rv: F.batch_norm(x, rm, rv, w, b, training=True),
                    lambda x, w, b, rm, rv: TF.batch_norm(x, rm, rv, w, b, training=True)),
+    "batch_norm_eval": (lambda x, w, b, rm, rv: F.batch_norm(x, rm, rv, w, b),
+                        lambda x, w, b, rm, rv: TF.batch_norm(x, rm, rv, w, b)),
     "instance_norm": (lambda x, w, b, rm, rv: F.instance_norm(x, rm, rv, w, b),
                       lambda x, w, b, rm, rv: TF.instance_norm(x, rm, rv, w, b)),
     "group_norm": (lambda x, w, b, rm, rv: F.group_norm(x, 4, w, b),
@@ -226,6 +228,41 @@ def test_normalisation_forward_backward_and_running_stats(norm, layout):
     keys = list(ours) if norm in ("batch_norm", "instance_norm") else list(ours)[:4]
     for k in keys:
         assert_as_accurate(f"{norm} {k} {layout}", ours[k], res[torch.float32][k],
+                           res[torch.float64][k])
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_batch_norm_evaluation_far_from_zero(layout):
+    """Evaluation-mode batch norm with gradients (a frozen BatchNorm being fine-tuned
+    through) on activations whose mean is 40 standard deviations from zero, normalised by
+    running statistics near theirs (where ``x a + c``, torch's formula, cancels): one
+    kernel each way (the profiler), output and every gradient within twice torch's
+    float32 error."""
+    shape = (4, 16, 48, 48)
+    x = conv_output(shape, layout, seed=6)
+    x += np.float32(40.0)
+    rng = np.random.default_rng(6)
+    g = rng.standard_normal(shape, dtype=np.float32)
+    w = (1 + 0.1 * rng.standard_normal(16)).astype(np.float32)
+    b = (0.1 * rng.standard_normal(16)).astype(np.float32)
+    rm = (40.25 + 0.05 * rng.standard_normal(16)).astype(np.float32)
+    rv = (1 + 0.1 * rng.random(16)).astype(np.float32)
+    xs, ws, bs = (cg.tensor(a, requires_grad=True) for a in (x, w, b))
+    with cg.profile() as prof:
+        y = F.batch_norm(xs, rm, rv, ws, bs)
+        (y * cg.tensor(g)).sum().backward()
+    big = [e.name for e in prof.of("norm") if e.shapes[0] == shape]
+    assert big == ["batch_norm_forward_inference", "channel_affine_backward"], big
+    res = {}
+    for dt in (torch.float32, torch.float64):
+        xt, wt, bt = (torch.from_numpy(np.ascontiguousarray(a)).to(dt).requires_grad_()
+                      for a in (x, w, b))
+        yt = TF.batch_norm(xt, torch.from_numpy(rm).to(dt), torch.from_numpy(rv).to(dt),
+                           wt, bt)
+        (yt * torch.from_numpy(g).to(dt)).sum().backward()
+        res[dt] = (yt, xt.grad, wt.grad, bt.grad)
+    for k, ours in enumerate((y, xs.grad, ws.grad, bs.grad)):
+        assert_as_accurate(f"batch_norm eval {k} {layout}", ours, res[torch.float32][k],
                            res[torch.float64][k])
 
 

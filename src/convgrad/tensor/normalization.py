@@ -19,7 +19,7 @@ from ..ops import reduction
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
-__all__ = ["BatchNorm", "BatchNormReLU", "ChannelAffine", "GroupNorm", "GroupNormReLU",
+__all__ = ["BatchNorm", "BatchNormEval", "BatchNormReLU", "ChannelAffine", "GroupNorm", "GroupNormReLU",
            "GroupNormSiLU",
            "Standardize", "moments"]
 
@@ -155,6 +155,49 @@ class ChannelAffine(Function):
         shape = (1, -1) + (1,) * (x.ndim - 2)
         return ((g if w is None else g * w.reshape(shape)) if need[0] else None,
                 (g * x).sum(dims) if need[1] else None, g.sum(dims) if need[2] else None)
+
+
+class BatchNormEval(Function):
+    """Batch normalisation by running statistics, with gradients (a frozen BatchNorm that
+    a loss differentiates through): ``y = (x - mean) inv w + b`` per channel (``inv =
+    (var + eps)^-1/2``; ``mean``, ``var`` (C,) float64; ``w``, ``b`` (C,) or None), one
+    kernel each way: the forward is the inference pass of the no-grad path (the same
+    bits), the backward one channel-affine pass: dy/dx = ``a = w inv`` (rounded once to
+    x's dtype, as torch's), and the weight's and bias's gradients ``inv sum g (x - mean)``
+    and ``sum g`` from the kernel's float64 sums of ``g x`` and ``g``, combined before
+    rounding (x far from zero would cancel in x's dtype)."""
+
+    reads = {0: (1,), 1: (0,)}
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, *,
+                mean: np.ndarray, var: np.ndarray, eps: float) -> np.ndarray:
+        inv = 1.0 / np.sqrt(var + eps)
+        ctx.scale = (inv if w is None else w.astype(np.float64) * inv).astype(x.dtype)
+        ctx.mean, ctx.inv = mean, inv
+        return kernels.batch_norm_forward(x, mean, var, w, b, eps, training=False)[0]
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        x, w, _ = ctx.inputs
+        need = ctx.needs_input_grad
+        mean, inv = ctx.mean, ctx.inv
+        if not is_grad_enabled():
+            gx, sgx, sg = kernels.channel_affine_backward(
+                g.data, x.data, ctx.scale, (need[0], need[1], need[1] or need[2]),
+                float64_sums=True)
+            gw = (inv * (sgx - mean * sg)).astype(x.dtype) if need[1] else None
+            return gx, gw, sg.astype(x.dtype) if need[2] else None
+        # create_graph: the same derivatives as Tensor operations (x's dtype)
+        dims = (0, *range(2, x.ndim))
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        dt = x.dtype
+        inv_t = type(x)(inv.astype(dt))
+        a = inv_t if w is None else w * inv_t
+        gx = g * a.reshape(shape) if need[0] else None
+        gw = ((g * (x - type(x)(mean.astype(dt).reshape(shape)))).sum(dims) * inv_t
+              if need[1] else None)
+        return gx, gw, g.sum(dims) if need[2] else None
 
 
 class GroupNorm(Function):
