@@ -46,18 +46,20 @@ from convgrad.tensor.loss import BinaryCrossEntropy, BinaryCrossEntropyWithLogit
 from convgrad.tensor.memory_format import ToMemoryFormat
 from convgrad.tensor.normalization import (
     BatchNorm,
+    BatchNormEval,
     BatchNormReLU,
     ChannelAffine,
     GroupNorm,
     GroupNormReLU,
     GroupNormSiLU,
+    LayerNorm,
     Standardize,
 )
 from convgrad.tensor.similarity import SSIMTerms
 
 RNG = np.random.default_rng(0)
 #: Functions whose callers use them only where their compiled kernels run
-NEEDS_NUMBA = {GroupNorm, GroupNormReLU, GroupNormSiLU}
+NEEDS_NUMBA = {GroupNorm, GroupNormReLU, GroupNormSiLU, LayerNorm}
 
 
 def arr(*shape, low=-1.0, high=1.0):
@@ -160,6 +162,11 @@ SAMPLES = {
     Standardize: (lambda x: _standardize(x), [arr(4, 3)]),
     BatchNorm: (lambda x, w, b: BatchNorm.apply(x, w, b, eps=1e-5), [arr(4, 3), arr(3), arr(3)]),
     ChannelAffine: (lambda x, w, b: ChannelAffine.apply(x, w, b), [arr(4, 3, 5), arr(3), arr(3)]),
+    BatchNormEval: (lambda x, w, b: BatchNormEval.apply(x, w, b, mean=np.full(3, 0.1),
+                                                        var=np.full(3, 1.5), eps=1e-5),
+                    [arr(4, 3, 5), arr(3), arr(3)]),
+    LayerNorm: (lambda x, w, b: LayerNorm.apply(x, w, b, k=5, eps=1e-5),
+                [arr32(3, 4, 5), arr32(5), arr32(5)]),
     # its kernels are Numba's (float32): without Numba it never runs (NEEDS_NUMBA)
     GroupNorm: (lambda x, w, b: GroupNorm.apply(x, w, b, groups=2, eps=1e-5),
                 [arr32(3, 4, 5), arr32(4), arr32(4)]),

@@ -18,6 +18,7 @@ import numpy as np
 from ..arraytypes import is_dask_array
 from ..autograd import is_grad_enabled
 from ..ops import group_norm as group_kernels
+from ..ops import layer_norm as layer_kernels
 from ..ops import normalization as kernels
 from ..ops import reduction
 from ..tensor import Tensor, as_tensor
@@ -30,6 +31,7 @@ from ..tensor.normalization import (
     GroupNorm,
     GroupNormReLU,
     GroupNormSiLU,
+    LayerNorm,
     Standardize,
 )
 from ..tensor.normalization import moments as _moments
@@ -327,6 +329,10 @@ def layer_norm(input: Any, normalized_shape: Any, weight: Any = None, bias: Any 
     eps = _number(fn, "eps", eps, low=0.0)
     weight, bias = (_affine_arg(fn, "weight", weight, shape),
                     _affine_arg(fn, "bias", bias, shape))
+    size = math.prod(shape)
+    if layer_kernels.available(x.data, size) and all(
+            p is None or p.data.dtype == x.data.dtype for p in (weight, bias)):
+        return LayerNorm.apply(x, weight, bias, k=size, eps=eps)  # one kernel each way
     dims = tuple(range(x.ndim - k, x.ndim))
     rows = math.prod(x.shape[:x.ndim - k])
     y = _standardize_rows(x, rows, eps, dims)[0]

@@ -374,6 +374,7 @@ class LayerNorm(Module):
             self.bias = Parameter(np.zeros(self.normalized_shape, dt))
         else:
             self.register_parameter("bias", None)
+        jit.warm_up("layer_norm")  # a network is being built: its kernels load
 
     def forward(self, input: Any) -> Tensor:
         input = layer_input("LayerNorm", input, self.weight)

@@ -14,14 +14,14 @@ import numpy as np
 
 from ..autograd import Context, Function, is_grad_enabled
 from ..ops import group_norm as group_kernels
+from ..ops import layer_norm as layer_kernels
 from ..ops import normalization as kernels
 from ..ops import reduction
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
-__all__ = ["BatchNorm", "BatchNormEval", "BatchNormReLU", "ChannelAffine", "GroupNorm", "GroupNormReLU",
-           "GroupNormSiLU",
-           "Standardize", "moments"]
+__all__ = ["BatchNorm", "BatchNormEval", "BatchNormReLU", "ChannelAffine", "GroupNorm",
+           "GroupNormReLU", "GroupNormSiLU", "LayerNorm", "Standardize", "moments"]
 
 
 def moments(x: np.ndarray, dims: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +198,46 @@ class BatchNormEval(Function):
         gw = ((g * (x - type(x)(mean.astype(dt).reshape(shape)))).sum(dims) * inv_t
               if need[1] else None)
         return gx, gw, g.sum(dims) if need[2] else None
+
+
+class LayerNorm(Function):
+    """Layer normalisation of x over its trailing ``k`` elements a row, ``y = (x - m) s w
+    + b`` with each row's mean ``m`` and ``s = (var + eps)^-1/2``; ``w``, ``b`` (the
+    normalised shape) or None.  One kernel each way (:mod:`convgrad.ops.layer_norm`);
+    callers check :func:`~convgrad.ops.layer_norm.available` first.  With ``xh = (x -
+    m) s`` and ``gs = g w``: ``gx = s (gs - mean(gs) - xh mean(gs xh))`` over the row (its
+    statistics differentiated), ``gw = sum g xh`` and ``gb = sum g`` over the rows.  Reads
+    x and w, never its output."""
+
+    reads = (0, 1)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, w: np.ndarray | None, b: np.ndarray | None, *,
+                k: int, eps: float) -> np.ndarray:
+        y, ctx.mean, ctx.rstd = layer_kernels.layer_norm_forward(x, k, w, b, eps)
+        ctx.k, ctx.eps = k, eps
+        return y
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        x, w, _ = ctx.inputs
+        need = ctx.needs_input_grad
+        if not is_grad_enabled():
+            return layer_kernels.layer_norm_backward(g.data, x.data, ctx.mean, ctx.rstd,
+                                                     None if w is None else w.data, ctx.k,
+                                                     need)
+        # create_graph: the same derivatives as Tensor operations on (rows, k) views, the
+        # statistics recomputed as functions of x so that they differentiate too
+        xr, gr = x.reshape(-1, ctx.k), g.reshape(-1, ctx.k)
+        d = xr - xr.mean(1, keepdim=True)
+        s = ((d * d).mean(1, keepdim=True) + ctx.eps) ** -0.5
+        xh = d * s
+        gs = gr if w is None else gr * w.reshape(1, -1)
+        gx = s * (gs - gs.mean(1, keepdim=True) - xh * (gs * xh).mean(1, keepdim=True))
+        shape = (ctx.k,) if w is None else w.shape
+        return (gx.reshape(x.shape) if need[0] else None,
+                (gr * xh).sum(0).reshape(shape) if need[1] else None,
+                gr.sum(0).reshape(shape) if need[2] else None)
 
 
 class GroupNorm(Function):
