@@ -42,7 +42,7 @@ from convgrad.tensor.activation import (
     Softplus,
 )
 from convgrad.tensor.axis_matrix import AxisMap
-from convgrad.tensor.loss import BinaryCrossEntropy, BinaryCrossEntropyWithLogits
+from convgrad.tensor.loss import BinaryCrossEntropy, BinaryCrossEntropyWithLogits, PointwiseLoss
 from convgrad.tensor.memory_format import ToMemoryFormat
 from convgrad.tensor.normalization import (
     BatchNorm,
@@ -59,7 +59,7 @@ from convgrad.tensor.similarity import SSIMTerms
 
 RNG = np.random.default_rng(0)
 #: Functions whose callers use them only where their compiled kernels run
-NEEDS_NUMBA = {GroupNorm, GroupNormReLU, GroupNormSiLU, LayerNorm}
+NEEDS_NUMBA = {GroupNorm, GroupNormReLU, GroupNormSiLU, LayerNorm, PointwiseLoss}
 
 
 def arr(*shape, low=-1.0, high=1.0):
@@ -159,6 +159,8 @@ SAMPLES = {
                          [arr(2, 3, low=0.1, high=0.9), arr(2, 3, low=0, high=1)]),
     BinaryCrossEntropyWithLogits: (lambda x, t: BinaryCrossEntropyWithLogits.apply(x, t),
                                    [arr(2, 3), arr(2, 3)]),
+    PointwiseLoss: (lambda x, t: PointwiseLoss.apply(x, t, kind="huber", beta=0.5, mean=True),
+                    [arr32(3, 4), arr32(3, 4)]),
     Standardize: (lambda x: _standardize(x), [arr(4, 3)]),
     BatchNorm: (lambda x, w, b: BatchNorm.apply(x, w, b, eps=1e-5), [arr(4, 3), arr(3), arr(3)]),
     ChannelAffine: (lambda x, w, b: ChannelAffine.apply(x, w, b), [arr(4, 3, 5), arr(3), arr(3)]),

@@ -1,7 +1,9 @@
 """Loss functions with ``torch.nn.functional``'s signatures and reductions.
 
-Regression losses (``mse_loss``, ``l1_loss``, ``smooth_l1_loss``, ``huber_loss``) and the
-class-index losses (``nll_loss``, ``cross_entropy``) are composed of differentiable ops,
+Regression losses (``mse_loss``, ``l1_loss``, ``smooth_l1_loss``, ``huber_loss``) reduced
+to a mean or sum run as one kernel each way where it applies (float32 input and target of
+one shape, :class:`~convgrad.tensor.loss.PointwiseLoss`); otherwise they, and the
+class-index losses (``nll_loss``, ``cross_entropy``), are composed of differentiable ops,
 so their gradients (of any order) need no rules of their own.  ``reduction`` is
 ``"mean"``, ``"sum"`` or ``"none"``; the deprecated ``size_average``/``reduce`` pair is
 translated to it as torch does.  The binary losses live in :mod:`.binary_loss`.
@@ -15,8 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import losses as loss_kernels
 from ..tensor import Tensor, as_tensor, where
 from ..tensor.gather import Gather
+from ..tensor.loss import PointwiseLoss
 from ..tensor.operands import widened
 from .activation import log_softmax
 
@@ -62,6 +66,17 @@ def loss_pair(fn: str, input: Any, target: Any) -> tuple[Tensor, Tensor]:
     return input, target
 
 
+def _fused(input: Tensor, target: Tensor, reduction: str, weight: Any, kind: str,
+           beta: float = 0.0) -> Tensor | None:
+    """The loss reduced by its one-kernel Function where it runs (a mean or sum, no
+    weight, float32 input and target of one shape, dense), else None."""
+    if (weight is None and reduction != "none"
+            and loss_kernels.available(input.data, target.data)):
+        return PointwiseLoss.apply(input, target, kind=kind, beta=beta,
+                                   mean=reduction == "mean")
+    return None
+
+
 def _elementwise_weight(fn: str, weight: Any, shape: tuple) -> Any:
     if weight is None:
         return None
@@ -88,6 +103,9 @@ def mse_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = No
     fn = "mse_loss"
     reduction = reduction_arg(fn, size_average, reduce, reduction)
     input, target = loss_pair(fn, input, target)
+    fused = _fused(input, target, reduction, weight, "mse")
+    if fused is not None:
+        return fused
     diff = input - target
     return _weighted(diff * diff, _elementwise_weight(fn, weight, input.shape), reduction, True)
 
@@ -98,6 +116,9 @@ def l1_loss(input: Any, target: Any, size_average: Any = None, reduce: Any = Non
     fn = "l1_loss"
     reduction = reduction_arg(fn, size_average, reduce, reduction)
     input, target = loss_pair(fn, input, target)
+    fused = _fused(input, target, reduction, weight, "l1")
+    if fused is not None:
+        return fused
     loss = (input - target).abs()
     return _weighted(loss, _elementwise_weight(fn, weight, input.shape), reduction, True)
 
@@ -116,6 +137,9 @@ def smooth_l1_loss(input: Any, target: Any, size_average: Any = None, reduce: An
     reduction = reduction_arg(fn, size_average, reduce, reduction)
     beta = _nonnegative(fn, "beta", beta)
     input, target = loss_pair(fn, input, target)
+    fused = _fused(input, target, reduction, None, "smooth_l1" if beta else "l1", beta)
+    if fused is not None:
+        return fused
     d = input - target
     ad = d.abs()
     if beta == 0.0:
@@ -133,6 +157,9 @@ def huber_loss(input: Any, target: Any, reduction: str = "mean", delta: float = 
     if delta == 0:
         raise ValueError(f"{fn}: delta={delta!r} must be > 0")
     input, target = loss_pair(fn, input, target)
+    fused = _fused(input, target, reduction, weight, "huber", delta)
+    if fused is not None:
+        return fused
     d = input - target
     ad = d.abs()
     loss = where(ad.data < delta, d * d * 0.5, (ad - 0.5 * delta) * delta)

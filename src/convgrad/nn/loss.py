@@ -23,6 +23,15 @@ class _Loss(Module):
         self.reduction = Fl.reduction_arg(type(self).__name__, size_average, reduce, reduction)
 
 
+class _PointwiseLoss(_Loss):
+    """A regression loss whose mean or sum runs as one compiled kernel each way."""
+
+    def __init__(self, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        jit.warm_up("losses")  # a training script is being set up: the kernels load
+
+
 class _WeightedLoss(_Loss):
     def __init__(self, weight: Any = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
@@ -30,7 +39,7 @@ class _WeightedLoss(_Loss):
         self.register_buffer("weight", weight)
 
 
-class MSELoss(_Loss):
+class MSELoss(_PointwiseLoss):
     """Mean squared error (``reduction`` as :func:`convgrad.functional.mse_loss`)."""
 
     def forward(self, input: Any, target: Any) -> Tensor:
@@ -54,14 +63,14 @@ class KLDivLoss(Module):
         return Fl.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
-class L1Loss(_Loss):
+class L1Loss(_PointwiseLoss):
     """Mean absolute error."""
 
     def forward(self, input: Any, target: Any) -> Tensor:
         return Fl.l1_loss(input, target, reduction=self.reduction)
 
 
-class SmoothL1Loss(_Loss):
+class SmoothL1Loss(_PointwiseLoss):
     """Quadratic below ``beta``, linear above (see :func:`convgrad.functional.smooth_l1_loss`)."""
 
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
@@ -73,7 +82,7 @@ class SmoothL1Loss(_Loss):
         return Fl.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
-class HuberLoss(_Loss):
+class HuberLoss(_PointwiseLoss):
     """Quadratic below ``delta``, ``delta``-scaled linear above."""
 
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:

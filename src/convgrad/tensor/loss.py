@@ -1,6 +1,7 @@
 """Loss terms that are one Function each: binary cross-entropy on probabilities, with
-torch's clamped logs and gradient, and on logits (the reductions and the other losses
-are composed in :mod:`convgrad.functional`)."""
+torch's clamped logs and gradient, and on logits; the pointwise regression losses
+reduced to their mean or sum, where their compiled kernels run (elsewhere those, and
+the other losses, are composed in :mod:`convgrad.functional`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd import Context, Function
+from ..autograd import Context, Function, is_grad_enabled
 from ..ops import eltwise
+from ..ops import losses as loss_kernels
 
 Tensor = Any  # annotations: these rules see the tensor layer's Tensor
 
-__all__ = ["BinaryCrossEntropy", "BinaryCrossEntropyWithLogits"]
+__all__ = ["BinaryCrossEntropy", "BinaryCrossEntropyWithLogits", "PointwiseLoss"]
 
 _LOG_FLOOR = -100.0
 _EPSILON = 1e-12
@@ -64,3 +66,43 @@ class BinaryCrossEntropyWithLogits(Function):
         # d/dt = -x
         gt = (-(g * x)).sum_to_size(np.shape(t)) if need_t else None
         return gx, gt
+
+
+class PointwiseLoss(Function):
+    """The mean (``mean``) or sum over every element of a pointwise loss of ``d = x - t``
+    (``kind``: ``"mse"`` d^2, ``"l1"`` |d|, ``"smooth_l1"`` and ``"huber"`` with ``beta``,
+    see :mod:`convgrad.ops.loss_loops`), one kernel each way (callers check
+    :func:`convgrad.ops.losses.available`): the float64 sum rounded once; dx = ``c
+    dl/dd`` with ``c = g / n`` or ``g``, dt = -dx."""
+
+    reads = (0, 1)
+
+    @staticmethod
+    def forward(ctx: Context, x: np.ndarray, t: np.ndarray, *, kind: str, beta: float,
+                mean: bool) -> np.ndarray:
+        ctx.kind, ctx.beta, ctx.mean = kind, beta, mean
+        total = loss_kernels.pointwise_loss_sum(x, t, kind, beta)
+        return np.asarray(total / x.size if mean else total, dtype=x.dtype)
+
+    @staticmethod
+    def backward(ctx: Context, g: Tensor) -> tuple:
+        x, t = ctx.inputs
+        need_x, need_t = ctx.needs_input_grad
+        n = x.data.size if ctx.mean else 1
+        if not is_grad_enabled():
+            gx = loss_kernels.pointwise_loss_backward(x.data, t.data, ctx.kind, ctx.beta,
+                                                      float(g.data) / n)
+            return gx if need_x else None, -gx if need_t else None
+        # create_graph: the same derivative as Tensor operations
+        d = x - t
+        beta = ctx.beta
+        if ctx.kind == "mse":
+            slope = d * 2.0
+        elif ctx.kind == "l1":
+            slope = d.sign()
+        elif ctx.kind == "smooth_l1":
+            slope = (d / beta).clamp(-1.0, 1.0)
+        else:
+            slope = d.clamp(-beta, beta)
+        gx = slope * (g / n)
+        return gx if need_x else None, -gx if need_t else None
