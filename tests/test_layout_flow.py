@@ -338,3 +338,25 @@ def test_the_channel_sums_geometry_is_remembered_per_layout():
         ref, t32 = (tm.to(d).sum(dim=axes).double().numpy()
                     for d in (torch.float64, torch.float32))
         _within_torch(fused[1], t32, ref)
+
+
+@needs_onednn
+def test_flattening_a_channels_last_activation_is_one_recorded_copy():
+    """A reshape no view expresses (a channels-last activation flattened for a classifier
+    head): one ``to_contiguous`` layout event on oneDNN's reorder, NumPy's values, a new
+    array (writing it leaves x alone, as torch's reshape when it copies), the gradient
+    the input's shape."""
+    x0 = _cl((16, 64, 14, 14))
+    x = cg.tensor(x0, requires_grad=True)
+    with cg.profile() as prof:
+        y = x.flatten(1)
+    assert [(e.name, e.algorithm) for e in prof.of("layout")] == [("to_contiguous", "onednn")]
+    np.testing.assert_array_equal(y.data, np.ascontiguousarray(x0).reshape(16, -1))
+    assert not np.shares_memory(y.data, x.data)
+    g = RNG.standard_normal(y.shape).astype(np.float32)
+    y.backward(cg.tensor(g))
+    np.testing.assert_array_equal(x.grad.data, g.reshape(x0.shape))
+    plain = cg.tensor(np.ascontiguousarray(x0))
+    with cg.profile() as prof:
+        flat = plain.flatten(1)
+    assert not prof.of("layout") and np.shares_memory(flat.data, plain.data)
