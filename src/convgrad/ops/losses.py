@@ -20,7 +20,8 @@ from . import jit, layouts, parallel, relayout
 from .eltwise import ELTWISE
 from .loss_loops import loops
 
-__all__ = ["BLOCK", "KINDS", "available", "pointwise_loss_backward", "pointwise_loss_sum"]
+__all__ = ["BLOCK", "KINDS", "aligned", "available", "pointwise_loss_backward",
+           "pointwise_loss_sum"]
 
 #: the loops' ``kind`` of each loss
 KINDS = {"mse": 0, "l1": 1, "smooth_l1": 2, "huber": 3}
@@ -44,14 +45,20 @@ def _flat(a: np.ndarray) -> np.ndarray:
     return a.transpose(layouts.memory_order(a)).reshape(-1, copy=False)
 
 
+def aligned(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``t`` in ``x``'s memory order: itself, or a copy (a ``layout`` event ``copy``; a
+    caller differentiating the loss keeps it for the backward)."""
+    if layouts.memory_order(t) == layouts.memory_order(x):
+        return t
+    with layouts.LAYOUT.record("copy", t.shape) as rec:
+        staged = np.empty_like(x)
+        rec.algorithm = relayout.copy(staged, t)
+    return staged
+
+
 def _pair(x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """x and t flat, t first copied into x's memory order where it differs."""
-    if layouts.memory_order(t) != layouts.memory_order(x):
-        with layouts.LAYOUT.record("copy", t.shape) as rec:
-            staged = np.empty_like(x)
-            rec.algorithm = relayout.copy(staged, t)
-        t = staged
-    return _flat(x), _flat(t)
+    return _flat(x), _flat(aligned(x, t))
 
 
 def _threads(size: int) -> None:

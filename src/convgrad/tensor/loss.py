@@ -81,6 +81,9 @@ class PointwiseLoss(Function):
     def forward(ctx: Context, x: np.ndarray, t: np.ndarray, *, kind: str, beta: float,
                 mean: bool) -> np.ndarray:
         ctx.kind, ctx.beta, ctx.mean = kind, beta, mean
+        t = loss_kernels.aligned(x, t)  # a target in another layout: copied once
+        if any(ctx.needs_input_grad):
+            ctx.target = t
         total = loss_kernels.pointwise_loss_sum(x, t, kind, beta)
         return np.asarray(total / x.size if mean else total, dtype=x.dtype)
 
@@ -90,7 +93,7 @@ class PointwiseLoss(Function):
         need_x, need_t = ctx.needs_input_grad
         n = x.data.size if ctx.mean else 1
         if not is_grad_enabled():
-            gx = loss_kernels.pointwise_loss_backward(x.data, t.data, ctx.kind, ctx.beta,
+            gx = loss_kernels.pointwise_loss_backward(x.data, ctx.target, ctx.kind, ctx.beta,
                                                       float(g.data) / n)
             return gx if need_x else None, -gx if need_t else None
         # create_graph: the same derivative as Tensor operations
