@@ -360,3 +360,19 @@ def test_flattening_a_channels_last_activation_is_one_recorded_copy():
     with cg.profile() as prof:
         flat = plain.flatten(1)
     assert not prof.of("layout") and np.shares_memory(flat.data, plain.data)
+
+
+def test_a_one_channel_pixel_shuffle_hands_back_its_inputs_layout():
+    """A super-resolution head: a channels-last (N, r^2, H, W) convolution output shuffled
+    to one channel. The gradient arrives C-contiguous (one channel: either layout); the
+    shuffle's backward lays it out channels-last, as its input (the convolution's
+    backward then needs no copy), with torch's values."""
+    x0 = _cl((4, 9, 20, 20))
+    x = cg.tensor(x0, requires_grad=True)
+    y = F.pixel_shuffle(x, 3)
+    g = RNG.standard_normal(y.shape).astype(np.float32)
+    y.backward(cg.tensor(g))
+    assert layouts.is_channels_last(x.grad.data)
+    xt = torch.tensor(np.ascontiguousarray(x0), requires_grad=True)
+    TF.pixel_shuffle(xt, 3).backward(torch.tensor(g))
+    np.testing.assert_array_equal(x.grad.data, xt.grad.numpy())

@@ -314,22 +314,26 @@ class PixelShuffle(Function):
     """Channels to space (``up``: ``(*, C r^2, H, W) -> (*, C, H r, W r)``, each group of
     ``r^2`` channels an ``r x r`` block of pixels) or back, in one copy between two 6-d
     views (:func:`~convgrad.ops.relayout.copy`).  A channels-last input gives a
-    channels-last output (the channels of a pixel stay together).  (As a reshape,
+    channels-last output (the channels of a pixel stay together; ``channels_last`` says
+    so where the input's layout does not, as for the backward of a one-channel output).  (As a reshape,
     permute and reshape of the Tensor, a channels-last (16, 64, 64, 64) took 19-22 ms
     forward and backward, its output NCHW; torch 7.)"""
 
     reads = ()
 
     @staticmethod
-    def forward(ctx: Context, x: np.ndarray, r: int, up: bool) -> np.ndarray:
-        ctx.shuffle = (r, up)
+    def forward(ctx: Context, x: np.ndarray, r: int, up: bool,
+                channels_last: bool | None = None) -> np.ndarray:
+        cl = x.ndim == 4 and (layouts.is_channels_last(x) if channels_last is None
+                              else channels_last)
+        ctx.shuffle = (r, up, cl)
         *lead, c, h, w = x.shape
         k = len(lead)
         shape = ((*lead, c // (r * r), h * r, w * r) if up
                  else (*lead, c * r * r, h // r, w // r))
         with layouts.LAYOUT.record("pixel_shuffle" if up else "pixel_unshuffle",
                                    x.shape, shape) as rec:
-            if x.ndim == 4 and layouts.is_channels_last(x):  # in memory order (N, H, W, C)
+            if cl:  # in memory order (N, H, W, C)
                 n = x.shape[0]
                 out = layouts.empty(shape, channels_last=True, dtype=x.dtype)
                 xm, om = x.transpose(0, 2, 3, 1), out.transpose(0, 2, 3, 1)
@@ -355,9 +359,11 @@ class PixelShuffle(Function):
 
     @staticmethod
     def backward(ctx: Context, grad: Tensor) -> Tensor:
-        # a permutation of the values: its adjoint is the inverse permutation
-        r, up = ctx.shuffle
-        return PixelShuffle.apply(grad, r=r, up=not up)
+        # a permutation of the values: its adjoint is the inverse permutation, laid out
+        # as x was (a one-channel gradient's layout says nothing: a super-resolution
+        # head's channels-last (N, r^2, H, W) took an NCHW gradient, copied back later)
+        r, up, cl = ctx.shuffle
+        return PixelShuffle.apply(grad, r=r, up=not up, channels_last=cl)
 
 
 class PadConstant(Function):
