@@ -80,6 +80,52 @@ def test_arrays_above_the_memory_map_threshold_are_reused_too():
     assert tuned < untuned / 20, (tuned, untuned)
 
 
+# a super-resolution net (pytorch/examples' layers) on a batch of 32: each step frees
+# more than the 256 MiB trim threshold at once; the optimiser's step raises the
+# threshold to the process's peak (``heap.follow_peak``) unless {off}
+HUGE_STEPS = _COUNT.format(warm=2, count=3, step=textwrap.dedent("""
+    from convgrad.ops import heap
+    if {off}:
+        heap.follow_peak = lambda: False
+    x, t = cg.randn(32, 1, 85, 85, rng=0), cg.randn(32, 1, 255, 255, rng=1)
+    net = cg.nn.Sequential(
+        cg.nn.Conv2d(1, 64, 5, padding=2), cg.nn.ReLU(), cg.nn.Conv2d(64, 64, 3, padding=1),
+        cg.nn.ReLU(), cg.nn.Conv2d(64, 32, 3, padding=1), cg.nn.ReLU(),
+        cg.nn.Conv2d(32, 9, 3, padding=1), cg.nn.PixelShuffle(3))
+    opt = cg.optim.SGD(net.parameters(), lr=0.0)
+    def step():
+        opt.zero_grad()
+        F.mse_loss(net(x), t).backward()
+        opt.step()
+""").strip())
+
+
+@pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
+                    reason="the thresholds are glibc's mallopt parameters")
+def test_steps_freeing_more_than_the_trim_threshold_keep_their_memory():
+    """Steps freeing more than 256 MiB at once (59 MB activations): trimmed at the 256
+    MiB threshold and faulted in again every step (measured: 66,000 faults) unless the
+    optimiser's step raised the threshold to the process's peak (measured: 2)."""
+    kept = _faults_per_step(HUGE_STEPS.replace("{off}", "False"))
+    trimmed = _faults_per_step(HUGE_STEPS.replace("{off}", "True"))
+    assert trimmed > 5000, trimmed
+    assert kept < trimmed / 10, (kept, trimmed)
+
+
+def test_follow_peak_raises_the_trim_threshold_to_the_peak_within_its_cap(monkeypatch):
+    calls = []
+    monkeypatch.setattr(heap, "_trim", [lambda p, v: calls.append((p, v)) or 1,
+                                        256 * 2**20, 2 * 2**30])
+    usage = type("U", (), {"ru_maxrss": 300 * 2**10})  # KiB: 300 MiB
+    monkeypatch.setattr(heap.resource, "getrusage", lambda who: usage)
+    assert heap.follow_peak() and calls == [(heap.M_TRIM_THRESHOLD, 300 * 2**20)]
+    assert not heap.follow_peak()  # no new peak: no call
+    usage.ru_maxrss = 5 * 2**20  # 5 GiB: the cap
+    assert heap.follow_peak() and calls[-1] == (heap.M_TRIM_THRESHOLD, 2 * 2**30)
+    monkeypatch.setattr(heap, "_trim", [])  # the policy is the environment's
+    assert not heap.follow_peak()
+
+
 # the same steps, with the heap's free memory handed back before each counted step
 RELEASED_STEPS = STEPS.replace("    step()\nprint(", "    heap.release_free()\n    step()\nprint(")
 RELEASED_STEPS = RELEASED_STEPS.replace("import resource\n",

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..autograd import enable_grad
 from ..autograd.deferred import has_grad
-from ..ops import jit
+from ..ops import heap, jit
 from ..tensor import Tensor
 from ..tensor.args import number
 from ..tensor.version import bump as _bump_version
@@ -144,6 +144,7 @@ class Optimizer:
                 self._update(params, grads, states, g)
             for p in params:
                 _bump_version(p)  # as torch: a graph that saved p now refuses backward
+        heap.follow_peak()  # a step's freed arrays stay for the next (ops.heap)
         return loss
 
     def _update(self, params: list[np.ndarray], grads: list[np.ndarray], states: list[dict],
