@@ -150,3 +150,16 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_while_the_loops_load_the_loss_is_composed(monkeypatch):
+    """A first call while the warm-up thread still loads the loops (``jit.ready``): the
+    composed loss, no wait, torch's value."""
+    monkeypatch.setattr(jit, "still_loading", lambda kernel: kernel == "losses")
+    x = RNG.standard_normal((6, 50)).astype(np.float32)
+    t = RNG.standard_normal((6, 50)).astype(np.float32)
+    with cg.profile() as prof:
+        loss = F.mse_loss(cg.tensor(x), cg.tensor(t))
+    assert not [e for e in prof.of("eltwise") if e.name.startswith("pointwise")]
+    np.testing.assert_allclose(loss.item(), TF.mse_loss(torch.tensor(x), torch.tensor(t)).item(),
+                               rtol=1e-6)

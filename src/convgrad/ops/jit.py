@@ -25,7 +25,8 @@ from .parallel import run_chunks
 
 __all__ = ["PARALLEL_MIN_SIZE", "after_fork_in_child", "compile_here", "compiled", "enabled",
            "enabled_by_environment", "exercise", "exercises_of", "loader", "lock", "loops_built",
-           "numba", "parallel_launched", "requested", "run_rows", "serves", "set_build_rule",
+           "numba", "parallel_launched", "ready", "requested", "run_rows", "serves",
+           "set_build_rule",
            "set_threads", "still_loading", "thread_safe", "wait_for_loops", "wait_for_warm_up",
            "warm_up"]
 
@@ -293,6 +294,16 @@ def still_loading(kernel: str) -> bool:
             return False
         return any(serves(run, kernel) and run not in _finished
                    and any(serves(run, name) for name in _requested) for run in _exercises)
+
+
+def ready(kernel: str) -> bool:
+    """Whether ``kernel``'s loops (a module or ``module.part``, as :func:`exercise` names
+    them) run without waiting: the first call asks :func:`warm_up` for them, and until
+    its thread has loaded them (:func:`still_loading`) the caller runs another algorithm
+    rather than a first training step waiting for their machine code."""
+    if kernel not in _requested:
+        warm_up(kernel)
+    return not still_loading(kernel)
 
 
 def wait_for_loops(on: bool) -> None:

@@ -34,20 +34,13 @@ def available(x: np.ndarray, k: int) -> bool:
     """Whether the compiled kernels run ``x`` normalised over its trailing ``k`` elements
     a row: a float32 C-contiguous ndarray (a dask array takes the reference, which stays
     lazy), not empty, Numba loaded, the family not pinned away, and the loops' machine
-    code loaded: until the warm-up thread has loaded it (asked for by ``nn.LayerNorm``,
-    or here on the first call) the reference runs, rather than a first training step
-    waiting for it (a reproducible run waits, :func:`.jit.wait_for_loops`)."""
+    code loaded (:func:`.jit.ready`: until then the reference runs; a reproducible run
+    waits, :func:`.jit.wait_for_loops`)."""
     if not (type(x) is np.ndarray and x.dtype == _F32 and x.flags.c_contiguous
             and x.size > 0 and k > 0 and NORM.pinned() in (None, "numba")
             and loops() is not None):
         return False
-    if not _asked:
-        _asked.append(True)
-        jit.warm_up("layer_norm")
-    return not jit.still_loading("layer_norm")
-
-
-_asked: list = []  # [True] once the warm-up was asked for the loops
+    return jit.ready("layer_norm")
 
 
 def _rows(k: int) -> int:

@@ -33,22 +33,15 @@ _F32 = np.dtype(np.float32)
 def available(x: np.ndarray, t: np.ndarray) -> bool:
     """Whether the compiled kernels run input ``x`` and target ``t``: float32 ndarrays of
     one shape, each dense (a target in another layout is copied into x's), not empty,
-    Numba loaded, the family not pinned away, and the loops' machine code loaded: the
-    first call asks the warm-up thread for it (:func:`.jit.warm_up`) and composes the
-    loss meanwhile, rather than wait 20-40 ms in a first training step (a reproducible
-    run waits, :func:`.jit.wait_for_loops`)."""
+    Numba loaded, the family not pinned away, and the loops' machine code loaded
+    (:func:`.jit.ready`: until then the loss is composed; a reproducible run waits,
+    :func:`.jit.wait_for_loops`)."""
     if not (type(x) is np.ndarray and type(t) is np.ndarray and x.dtype == _F32
             and t.dtype == _F32 and x.shape == t.shape and x.size > 0
             and layouts.is_dense(x) and layouts.is_dense(t)
             and ELTWISE.pinned() in (None, "numba") and loops() is not None):
         return False
-    if not _asked:
-        _asked.append(True)
-        jit.warm_up("losses")
-    return not jit.still_loading("losses")
-
-
-_asked: list = []  # [True] once the warm-up was asked for the loops
+    return jit.ready("losses")
 
 
 def _flat(a: np.ndarray) -> np.ndarray:
