@@ -46,7 +46,6 @@ __all__ = ["Deferred", "Pending", "calls", "deliver", "drop", "has_grad", "may_d
 Tensor = Any  # the registered tensor class
 
 
-
 def _enabled_by_environment() -> bool:
     value = os.environ.get("CONVGRAD_DEFERRED_GRADS", "1")
     if value not in ("0", "1"):

@@ -316,8 +316,8 @@ class PixelShuffle(Function):
     views (:func:`~convgrad.ops.relayout.copy`).  A channels-last input gives a
     channels-last output (the channels of a pixel stay together; ``channels_last``
     says so where the input's layout does not: the backward of a one-channel output).
-    (As a reshape, permute and reshape of the Tensor, a channels-last (16, 64, 64, 64) took 19-22 ms
-    forward and backward, its output NCHW; torch 7.)"""
+    (As a reshape, permute and reshape of the Tensor, a channels-last (16, 64, 64, 64)
+    took 19-22 ms forward and backward, its output NCHW; torch 7.)"""
 
     reads = ()
 
